@@ -1,0 +1,140 @@
+# fencedwrite - fenced atomic file replacement.
+#
+#   make            build the command and the libraries into build/
+#   make check      install test dependencies if missing, run every test
+#   make demo       play the paused-holder story in a temporary directory
+#   make install    PREFIX=/usr/local DESTDIR= (make uninstall reverses it)
+
+VERSION    := 1.0.0
+SOVERSION  := 1
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+           -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral
+ALL_CFLAGS := -std=gnu11 $(WARN) -D_FILE_OFFSET_BITS=64 -pthread $(CFLAGS)
+LDLIBS_LIB := -pthread
+
+# B is the build directory; `make B=build-asan SAN=1 check` builds apart.
+B       ?= build
+ifeq ($(SAN),1)
+ALL_CFLAGS += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+              -fno-sanitize-recover=all
+LDFLAGS    += -fsanitize=address,undefined
+endif
+
+LIB_SRC := src/commit.c src/fence_record.c src/io.c src/lock.c \
+           src/status.c src/tmpfile.c src/token.c
+LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
+HEADERS := src/fencedwrite.h src/internal.h
+
+STATIC  := $(B)/libfencedwrite.a
+SONAME  := libfencedwrite.so.$(SOVERSION)
+SHARED  := $(B)/libfencedwrite.so.$(VERSION)
+BIN     := $(B)/fencedwrite
+
+TESTS   := test_token test_fence_record test_lock test_commit test_cli \
+           test_contention
+TEST_BIN := $(TESTS:%=$(B)/tests/%)
+CMOCKA_CFLAGS = $(shell pkg-config --cflags cmocka 2>/dev/null)
+CMOCKA_LIBS   = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
+
+MANS := man/fencedwrite.1 man/libfencedwrite.3 man/fencedwrite-fence.5
+
+.PHONY: all check check-deps check-asan demo install uninstall clean lint-man
+
+all: $(BIN) $(STATIC) $(SHARED) $(B)/fencedwrite.pc
+
+$(B)/obj/%.o: src/%.c $(HEADERS) | $(B)/obj
+	$(CC) $(ALL_CFLAGS) -fPIC -c -o $@ $<
+
+$(B)/obj $(B)/tests:
+	mkdir -p $@
+
+$(STATIC): $(LIB_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(SHARED): $(LIB_OBJ)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) \
+	    -o $@ $^ $(LDLIBS_LIB)
+	ln -sf libfencedwrite.so.$(VERSION) $(B)/$(SONAME)
+	ln -sf $(SONAME) $(B)/libfencedwrite.so
+
+# The command links the static library: one file to copy to every host.
+$(BIN): src/cli.c src/fencedwrite.h $(STATIC)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ src/cli.c $(STATIC) $(LDLIBS_LIB)
+
+$(B)/fencedwrite.pc: fencedwrite.pc.in Makefile
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	    $< > $@
+
+# ---- tests ---------------------------------------------------------------
+
+$(B)/tests/%: tests/%.c tests/helpers.c tests/helpers.h $(HEADERS) \
+              $(STATIC) | $(B)/tests
+	$(CC) $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -Isrc $(LDFLAGS) -o $@ $< \
+	    tests/helpers.c $(STATIC) $(CMOCKA_LIBS) $(LDLIBS_LIB)
+
+check-deps:
+	@scripts/ensure-deps.sh cmocka
+
+# Each suite runs in its own fresh temporary directory; the command tests
+# find the binary through FW_BIN.
+check: check-deps
+	@$(MAKE) --no-print-directory all-tests
+	@scripts/run-tests.sh $(B) $(TESTS)
+	@$(MAKE) --no-print-directory check-asan
+
+all-tests: all $(TEST_BIN)
+
+check-asan:
+	@$(MAKE) --no-print-directory B=build-asan SAN=1 all-tests
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    scripts/run-tests.sh build-asan $(TESTS)
+
+demo: $(BIN)
+	@scripts/demo.sh $(BIN)
+
+lint-man:
+	mandoc -T lint -W warning $(MANS)
+
+# ---- install -------------------------------------------------------------
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
+	    $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
+	    $(DESTDIR)$(MANDIR)/man5
+	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/fencedwrite
+	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/libfencedwrite.a
+	install -m 755 $(SHARED) $(DESTDIR)$(LIBDIR)/
+	ln -sf libfencedwrite.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libfencedwrite.so
+	install -m 644 src/fencedwrite.h $(DESTDIR)$(INCLUDEDIR)/fencedwrite.h
+	install -m 644 $(B)/fencedwrite.pc $(DESTDIR)$(PKGCONFIGDIR)/
+	install -m 644 man/fencedwrite.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 man/libfencedwrite.3 $(DESTDIR)$(MANDIR)/man3/
+	install -m 644 man/fencedwrite-fence.5 $(DESTDIR)$(MANDIR)/man5/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/fencedwrite \
+	    $(DESTDIR)$(LIBDIR)/libfencedwrite.a \
+	    $(DESTDIR)$(LIBDIR)/libfencedwrite.so.$(VERSION) \
+	    $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libfencedwrite.so \
+	    $(DESTDIR)$(INCLUDEDIR)/fencedwrite.h \
+	    $(DESTDIR)$(PKGCONFIGDIR)/fencedwrite.pc \
+	    $(DESTDIR)$(MANDIR)/man1/fencedwrite.1 \
+	    $(DESTDIR)$(MANDIR)/man3/libfencedwrite.3 \
+	    $(DESTDIR)$(MANDIR)/man5/fencedwrite-fence.5
+
+clean:
+	rm -rf build build-asan

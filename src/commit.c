@@ -1,0 +1,726 @@
+/*
+ * commit.c - the fenced commit protocol, in the order of its steps.
+ *
+ *   begin   open FILE's directory once; every later step is relative to it,
+ *           so renaming a path component mid-commit cannot redirect us.
+ *           Create the temporary file there.
+ *   write   stream the content into it (no lock held: a large file must
+ *           not lengthen the time others wait).
+ *   commit  1. fsync the content.
+ *           2. lock the fence (lock.c), creating it when FILE and fence
+ *              are both absent; read it; anything invalid fails closed.
+ *           3. reject a token not larger than the fence's.
+ *           4. write the token into the fence and fdatasync it.
+ *           5. rename the content over FILE; fsync the directory.
+ *           6. unlock.
+ *
+ * Step 4 before step 5 is the whole point.  Were FILE renamed first, a
+ * crash (or a slow fence write) would leave FILE holding token N's content
+ * behind a fence still at the old token, and a paused holder whose token
+ * lies between the two would be accepted and overwrite newer content.  In
+ * this order the fence is never behind FILE; a crash between 4 and 5 only
+ * costs the new content, and the temporary file is left for fw_clean().
+ *
+ * The directory is fsynced before the unlock because on NFS the unlock may
+ * flush cached state and swallow a write error nobody would then report.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define FENCE_SUFFIX ".fence"
+
+void fw_opts_init(struct fw_opts *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->timeout_ms = -1;
+}
+
+static const struct fw_opts default_opts = { NULL, -1, 0, 0, NULL };
+
+/* ---- where FILE and its fence are ------------------------------------ */
+
+struct target {
+	const char *path;          /* FILE as the caller named it */
+	int dirfd;                 /* FILE's directory */
+	char base[NAME_MAX + 1];   /* FILE's name in it */
+	char dirshown[PATH_MAX];   /* the directory, for messages */
+	int fdirfd;                /* the fence's directory (may be dirfd) */
+	char fbase[NAME_MAX + 1];
+	char fshown[PATH_MAX];     /* the fence's path, for messages */
+};
+
+/* Split PATH into a directory and a last component that names a file. */
+static int split(const char *path, char *dir, size_t dirlen, char *base,
+                 struct fw_result *res)
+{
+	const char *slash = strrchr(path, '/');
+	const char *name = slash ? slash + 1 : path;
+	size_t dlen = slash ? (size_t)(slash - path) : 1;
+
+	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+		return fw_fail(res, FW_USAGE, "%s: not a file name", path);
+	if (strlen(name) > NAME_MAX)
+		return fw_fail_sys(res, ENAMETOOLONG, "open", path);
+	if (dlen + 1 > dirlen)
+		return fw_fail_sys(res, ENAMETOOLONG, "open", path);
+	if (!slash)
+		strcpy(dir, ".");
+	else if (dlen == 0)
+		strcpy(dir, "/");
+	else
+		memcpy(dir, path, dlen), dir[dlen] = '\0';
+	strcpy(base, name);
+	return FW_OK;
+}
+
+static int open_dir(const char *dir, struct fw_result *res)
+{
+	int fd;
+
+	do
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		fw_fail_sys(res, errno, "open", dir);
+	return fd;
+}
+
+static void target_close(struct target *t)
+{
+	if (t->fdirfd >= 0 && t->fdirfd != t->dirfd)
+		close(t->fdirfd);
+	if (t->dirfd >= 0)
+		close(t->dirfd);
+	t->dirfd = t->fdirfd = -1;
+}
+
+static int target_open(struct target *t, const char *path,
+                       const struct fw_opts *opts, struct fw_result *res)
+{
+	int rc;
+
+	t->dirfd = t->fdirfd = -1;
+	if (!path || !*path)
+		return fw_fail(res, FW_USAGE, "no file named");
+	t->path = path;
+	rc = split(path, t->dirshown, sizeof(t->dirshown), t->base, res);
+	if (rc != FW_OK)
+		return rc;
+	t->dirfd = open_dir(t->dirshown, res);
+	if (t->dirfd < 0)
+		return FW_SYSTEM;
+	if (!opts->fence_path) {
+		if (strlen(t->base) + strlen(FENCE_SUFFIX) > NAME_MAX) {
+			target_close(t);
+			return fw_fail_sys(res, ENAMETOOLONG, "open", path);
+		}
+		snprintf(t->fbase, sizeof(t->fbase), "%s" FENCE_SUFFIX, t->base);
+		snprintf(t->fshown, sizeof(t->fshown), "%s" FENCE_SUFFIX, path);
+		t->fdirfd = t->dirfd;
+		return FW_OK;
+	}
+	snprintf(t->fshown, sizeof(t->fshown), "%s", opts->fence_path);
+	{
+		char fdir[PATH_MAX];
+		struct stat a, b;
+
+		rc = split(opts->fence_path, fdir, sizeof(fdir), t->fbase, res);
+		if (rc == FW_OK)
+			t->fdirfd = open_dir(fdir, res);
+		if (rc != FW_OK || t->fdirfd < 0) {
+			target_close(t);
+			return rc != FW_OK ? rc : FW_SYSTEM;
+		}
+		if (fstat(t->dirfd, &a) == 0 && fstat(t->fdirfd, &b) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
+		    !strcmp(t->base, t->fbase)) {
+			target_close(t);
+			return fw_fail(res, FW_USAGE,
+			               "%s: the fence cannot be the file itself",
+			               path);
+		}
+	}
+	return FW_OK;
+}
+
+/*
+ * Look at FILE without following it.  0 and *ST when it is a regular file,
+ * 1 when absent, else a failure code.
+ */
+static int file_state(const struct target *t, struct stat *st,
+                      struct fw_result *res)
+{
+	if (fstatat(t->dirfd, t->base, st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno == ENOENT)
+			return 1;
+		return fw_fail_sys(res, errno, "stat", t->path);
+	}
+	/* A link in a shared directory may have been planted to make us
+	   write somewhere unfenced; a rename would replace the link itself.
+	   Either way the caller meant something else: refuse. */
+	if (S_ISLNK(st->st_mode))
+		return fw_fail(res, FW_UNSAFE,
+		               "%s is a symbolic link; fencedwrite neither "
+		               "follows nor replaces links: name the file it "
+		               "points to", t->path);
+	if (!S_ISREG(st->st_mode))
+		return fw_fail(res, FW_UNSAFE, "%s is not a regular file",
+		               t->path);
+	return 0;
+}
+
+static int not_fenced(const struct target *t, struct fw_result *res)
+{
+	return fw_fail(res, FW_UNSAFE,
+	               "%s is not fenced (no %s); adopt it with "
+	               "'fencedwrite --init %s'", t->path, t->fshown, t->path);
+}
+
+/* Give FD the bits (and owner) FILE has or will have. */
+static int set_mode(int fd, const struct stat *old, const struct fw_opts *o)
+{
+	if (old && (old->st_uid != geteuid() || old->st_gid != getegid()) &&
+	    fchown(fd, old->st_uid, old->st_gid) < 0 && errno != EPERM)
+		return -1;
+	/* After fchown, which may clear set-id bits. */
+	if (o->flags & FW_USE_MODE)
+		return fchmod(fd, o->mode & 07777);
+	if (old)
+		return fchmod(fd, old->st_mode & 07777);
+	return 0;
+}
+
+/* ---- the fence ------------------------------------------------------- */
+
+/*
+ * Create the fence holding TOKEN, atomically: it is written and synced
+ * under a temporary name and then link()ed into place, which fails if a
+ * fence appeared meanwhile.  A fence therefore never exists half-written,
+ * and a crash during creation leaves no fence rather than a broken one.
+ * Returns FW_OK, or 1 if another process created it first.
+ */
+static int create_fence(const struct target *t, uint64_t token,
+                        const char *op, const struct stat *file,
+                        const struct fw_opts *opts, struct fw_result *res)
+{
+	char tmp[NAME_MAX + 1], image[FW_FENCE_SIZE];
+	struct fw_record rec;
+	int fd, rc = FW_OK;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.token = token;
+	fw_record_stamp(&rec, op);
+	fw_record_image(&rec, image);
+	fd = fw_tmp_create(t->fdirfd, t->fbase, file ? 0600 : 0666, tmp,
+	                   sizeof(tmp));
+	if (fd < 0)
+		return fw_fail_sys(res, errno, "create temporary fence for",
+		                   t->fshown);
+	if (set_mode(fd, file, opts) < 0)
+		rc = fw_fail_sys(res, errno, "fchmod", t->fshown);
+	else if (fw_write_all(fd, image, sizeof(image), NULL) < 0)
+		rc = fw_fail_sys(res, errno, "write", t->fshown);
+	else if (fw_fsync(fd) < 0)
+		rc = fw_fail_sys(res, errno, "fsync", t->fshown);
+	/* Close before linking: once linked this inode IS the fence, and a
+	   close() after another thread locked it would drop that thread's
+	   classic POSIX lock. */
+	close(fd);
+	if (rc != FW_OK) {
+		unlinkat(t->fdirfd, tmp, 0);
+		return rc;
+	}
+	if (linkat(t->fdirfd, tmp, t->fdirfd, t->fbase, 0) < 0) {
+		int err = errno;
+
+		unlinkat(t->fdirfd, tmp, 0);
+		if (err == EEXIST)
+			return 1;
+		return fw_fail_sys(res, err, "link", t->fshown);
+	}
+	unlinkat(t->fdirfd, tmp, 0);
+	if (fw_fsync(t->fdirfd) < 0)
+		return fw_fail_sys(res, errno, "fsync directory of", t->fshown);
+	return FW_OK;
+}
+
+static int read_fence(const struct target *t, int fd, struct fw_record *rec,
+                      struct fw_result *res)
+{
+	char image[FW_FENCE_SIZE + 1], why[160];
+	ssize_t n = fw_pread_all(fd, image, sizeof(image), 0);
+
+	if (n < 0)
+		return fw_fail_sys(res, errno, "read", t->fshown);
+	if (fw_record_parse(image, (size_t)n, rec, why, sizeof(why)) < 0)
+		return fw_fail(res, FW_UNSAFE,
+		               "%s is corrupt: %s; refusing to guess its token "
+		               "(see fencedwrite-fence(5) to recover)",
+		               t->fshown, why);
+	if (res) {
+		res->fence_read = 1;
+		res->fence_token = rec->token;
+	}
+	return FW_OK;
+}
+
+/* How fence_lock treats a missing fence. */
+enum absent { ABSENT_FAILS, ABSENT_CREATES, ABSENT_REPORTS };
+
+/*
+ * Lock the fence and read it.  A fence that is missing while FILE is
+ * absent too is created (ABSENT_CREATES) or reported as 1
+ * (ABSENT_REPORTS); missing beside an existing FILE, it fails closed.
+ */
+static int fence_lock(const struct target *t, int exclusive, enum absent how,
+                      int64_t deadline, const struct fw_opts *opts,
+                      struct fw_lock *lk, struct fw_record *rec,
+                      struct fw_result *res)
+{
+	int file_seen = 0;
+
+	for (int attempt = 0; attempt < 100; attempt++) {
+		struct stat st;
+		int rc = fw_lock_open(t->fdirfd, t->fbase, t->fshown, exclusive,
+		                      deadline, opts, lk, res);
+
+		if (rc == FW_OK) {
+			rc = read_fence(t, lk->fd, rec, res);
+			if (rc != FW_OK)
+				fw_lock_release(lk);
+			return rc;
+		}
+		if (rc != FW_LOCK_ABSENT)
+			return rc;
+		if (how == ABSENT_FAILS)
+			return fw_fail(res, FW_UNSAFE, "%s has no fence (%s)",
+			               t->path, t->fshown);
+		/* A fence is always created before FILE first appears, so FILE
+		   present and fence absent means a fence just created by
+		   someone else (look once more) or no fence at all. */
+		rc = file_state(t, &st, res);
+		if (rc == 0) {
+			if (file_seen++)
+				return not_fenced(t, res);
+			continue;
+		}
+		if (rc != 1)
+			return rc;
+		if (how == ABSENT_REPORTS)
+			return 1;
+		rc = create_fence(t, 0, "create", NULL, opts, res);
+		if (rc != FW_OK && rc != 1)
+			return rc;
+	}
+	return fw_fail(res, FW_UNSAFE, "%s keeps appearing and disappearing",
+	               t->fshown);
+}
+
+static int accepts(const struct fw_opts *o, uint64_t token, uint64_t fence)
+{
+	return token > fence || (token == fence && (o->flags & FW_ALLOW_EQUAL));
+}
+
+static int stale(const struct target *t, uint64_t token, uint64_t fence,
+                 struct fw_result *res)
+{
+	return fw_fail(res, FW_STALE,
+	               "stale token %llu for %s: the fence holds %llu%s",
+	               (unsigned long long)token, t->path,
+	               (unsigned long long)fence,
+	               token == fence ? " (an equal token is stale unless "
+	                                "allowed)" : "");
+}
+
+/* Step 4: the new record goes into the slot the current one is not in. */
+static int advance_fence(const struct target *t, const struct fw_lock *lk,
+                         const struct fw_record *cur, uint64_t token,
+                         const char *op, struct fw_result *res)
+{
+	char slot[FW_SLOT_SIZE];
+	struct fw_record next;
+
+	if (cur->seq == UINT64_MAX)
+		return fw_fail(res, FW_UNSAFE, "%s: sequence number exhausted",
+		               t->fshown);
+	memset(&next, 0, sizeof(next));
+	next.seq = cur->seq + 1;
+	next.token = token;
+	fw_record_stamp(&next, op);
+	fw_record_format(&next, slot);
+	if (fw_pwrite_all(lk->fd, slot, sizeof(slot),
+	                  fw_record_offset(next.seq)) < 0)
+		return fw_fail_sys(res, errno, "write", t->fshown);
+	if (fw_fdatasync(lk->fd) < 0)
+		return fw_fail_sys(res, errno, "fdatasync", t->fshown);
+	return FW_OK;
+}
+
+/* ---- the streaming transaction --------------------------------------- */
+
+struct fw_txn {
+	struct target t;
+	struct fw_opts opts;
+	int fd;
+	char tmp[NAME_MAX + 1];
+};
+
+static void txn_free(struct fw_txn *txn)
+{
+	fw_tmp_discard(txn->t.dirfd, txn->tmp, txn->fd);
+	target_close(&txn->t);
+	free(txn);
+}
+
+int fw_txn_begin(struct fw_txn **out, const char *path,
+                 const struct fw_opts *opts, struct fw_result *res)
+{
+	struct fw_txn *txn;
+	struct stat st, fst;
+	int rc;
+
+	*out = NULL;
+	if (res)
+		res->fence_read = 0, res->sys_errno = 0;
+	txn = calloc(1, sizeof(*txn));
+	if (!txn)
+		return fw_fail_sys(res, ENOMEM, "malloc", path ? path : "");
+	txn->opts = opts ? *opts : default_opts;
+	txn->fd = -1;
+	rc = target_open(&txn->t, path, &txn->opts, res);
+	if (rc != FW_OK) {
+		free(txn);
+		return rc;
+	}
+	rc = file_state(&txn->t, &st, res);
+	/* Fail before the producer runs, not after: an existing FILE with
+	   no fence can never be committed. */
+	if (rc == 0 &&
+	    fstatat(txn->t.fdirfd, txn->t.fbase, &fst, AT_SYMLINK_NOFOLLOW) < 0)
+		rc = errno == ENOENT ? not_fenced(&txn->t, res)
+		                     : fw_fail_sys(res, errno, "stat",
+		                                   txn->t.fshown);
+	if (rc == 0 || rc == 1) {
+		txn->fd = fw_tmp_create(txn->t.dirfd, txn->t.base,
+		                        rc == 0 ? 0600 : 0666, txn->tmp,
+		                        sizeof(txn->tmp));
+		if (txn->fd < 0)
+			rc = fw_fail_sys(res, errno, "create temporary file in",
+			                 txn->t.dirshown);
+		else if (set_mode(txn->fd, rc == 0 ? &st : NULL,
+		                  &txn->opts) < 0)
+			rc = fw_fail_sys(res, errno, "fchmod", txn->tmp);
+		else
+			rc = FW_OK;
+	}
+	if (rc != FW_OK) {
+		txn_free(txn);
+		return rc;
+	}
+	*out = txn;
+	return fw_ok(res);
+}
+
+int fw_txn_fd(const struct fw_txn *txn)
+{
+	return txn->fd;
+}
+
+int fw_txn_write(struct fw_txn *txn, const void *buf, size_t len,
+                 struct fw_result *res)
+{
+	if (fw_write_all(txn->fd, buf, len, &txn->opts) < 0)
+		return fw_fail_sys(res, errno, "write", txn->tmp);
+	return fw_ok(res);
+}
+
+int fw_txn_copy_fd(struct fw_txn *txn, int fd, const char *fd_name,
+                   struct fw_result *res)
+{
+	char buf[65536];
+
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n == 0)
+			return fw_ok(res);
+		if (n < 0) {
+			if (errno == EINTR && !fw_cancelled(&txn->opts))
+				continue;
+			return fw_fail_sys(res, errno, "read", fd_name);
+		}
+		if (fw_write_all(txn->fd, buf, (size_t)n, &txn->opts) < 0)
+			return fw_fail_sys(res, errno, "write", txn->tmp);
+	}
+}
+
+void fw_txn_abort(struct fw_txn *txn)
+{
+	if (txn)
+		txn_free(txn);
+}
+
+int fw_txn_commit(struct fw_txn *txn, uint64_t token, struct fw_result *res)
+{
+	const struct target *t = &txn->t;
+	struct fw_record cur;
+	struct fw_lock lk;
+	int rc;
+
+	if (res)
+		res->fence_read = 0, res->sys_errno = 0;
+	if (token == 0) {
+		rc = fw_fail(res, FW_USAGE, "token 0 is never accepted");
+		goto out;
+	}
+	/* 1. The content is durable before the fence can name it. */
+	if (fw_fsync(txn->fd) < 0) {
+		rc = fw_fail_sys(res, errno, "fsync", txn->tmp);
+		goto out;
+	}
+	if (fw_cancelled(&txn->opts)) {
+		rc = fw_fail_sys(res, EINTR, "commit", t->path);
+		goto out;
+	}
+	/* 2. */
+	rc = fence_lock(t, 1, ABSENT_CREATES,
+	                fw_deadline(txn->opts.timeout_ms), &txn->opts, &lk,
+	                &cur, res);
+	if (rc != FW_OK)
+		goto out;
+	/* 3. */
+	if (!accepts(&txn->opts, token, cur.token)) {
+		rc = stale(t, token, cur.token, res);
+		goto unlock;
+	}
+	if (fw_cancelled(&txn->opts)) {
+		rc = fw_fail_sys(res, EINTR, "commit", t->path);
+		goto unlock;
+	}
+	/* 4. From here on the commit is finished, not abandoned. */
+	rc = advance_fence(t, &lk, &cur, token, "commit", res);
+	if (rc != FW_OK)
+		goto unlock;
+	/* 5. */
+	if (renameat(t->dirfd, txn->tmp, t->dirfd, t->base) < 0) {
+		rc = fw_fail_sys(res, errno, "rename", t->path);
+		goto unlock;
+	}
+	txn->tmp[0] = '\0';
+	if (fw_fsync(t->dirfd) < 0) {
+		rc = fw_fail_sys(res, errno, "fsync directory", t->dirshown);
+		goto unlock;
+	}
+	rc = fw_ok(res);
+unlock:
+	/* 6. */
+	fw_lock_release(&lk);
+out:
+	txn_free(txn);
+	return rc;
+}
+
+int fw_commit_buffer(const char *path, uint64_t token, const void *buf,
+                     size_t len, const struct fw_opts *opts,
+                     struct fw_result *res)
+{
+	struct fw_txn *txn;
+	int rc;
+
+	if (token == 0)
+		return fw_fail(res, FW_USAGE, "token 0 is never accepted");
+	rc = fw_txn_begin(&txn, path, opts, res);
+	if (rc != FW_OK)
+		return rc;
+	rc = fw_txn_write(txn, buf, len, res);
+	if (rc != FW_OK) {
+		fw_txn_abort(txn);
+		return rc;
+	}
+	return fw_txn_commit(txn, token, res);
+}
+
+/* ---- the other operations -------------------------------------------- */
+
+int fw_delete(const char *path, uint64_t token, const struct fw_opts *opts,
+              struct fw_result *res)
+{
+	struct target t;
+	struct fw_record cur;
+	struct fw_lock lk;
+	struct stat st;
+	int rc;
+
+	if (!opts)
+		opts = &default_opts;
+	if (res)
+		res->fence_read = 0, res->sys_errno = 0;
+	if (token == 0)
+		return fw_fail(res, FW_USAGE, "token 0 is never accepted");
+	rc = target_open(&t, path, opts, res);
+	if (rc != FW_OK)
+		return rc;
+	rc = file_state(&t, &st, res);
+	if (rc != 0 && rc != 1)
+		goto out;
+	rc = fence_lock(&t, 1, ABSENT_CREATES, fw_deadline(opts->timeout_ms),
+	                opts, &lk, &cur, res);
+	if (rc != FW_OK)
+		goto out;
+	if (!accepts(opts, token, cur.token)) {
+		rc = stale(&t, token, cur.token, res);
+		goto unlock;
+	}
+	rc = advance_fence(&t, &lk, &cur, token, "delete", res);
+	if (rc != FW_OK)
+		goto unlock;
+	if (unlinkat(t.dirfd, t.base, 0) < 0 && errno != ENOENT) {
+		rc = fw_fail_sys(res, errno, "unlink", t.path);
+		goto unlock;
+	}
+	if (fw_fsync(t.dirfd) < 0) {
+		rc = fw_fail_sys(res, errno, "fsync directory", t.dirshown);
+		goto unlock;
+	}
+	rc = fw_ok(res);
+unlock:
+	fw_lock_release(&lk);
+out:
+	target_close(&t);
+	return rc;
+}
+
+int fw_check(const char *path, uint64_t token, const struct fw_opts *opts,
+             struct fw_result *res)
+{
+	struct target t;
+	struct fw_record cur;
+	struct fw_lock lk;
+	int rc;
+
+	if (!opts)
+		opts = &default_opts;
+	if (res)
+		res->fence_read = 0, res->sys_errno = 0;
+	if (token == 0)
+		return fw_fail(res, FW_USAGE, "token 0 is never accepted");
+	rc = target_open(&t, path, opts, res);
+	if (rc != FW_OK)
+		return rc;
+	rc = fence_lock(&t, 0, ABSENT_REPORTS, fw_deadline(opts->timeout_ms),
+	                opts, &lk, &cur, res);
+	if (rc == 1) {
+		/* Neither FILE nor fence: a first commit would create the
+		   fence at 0 and accept any token. */
+		rc = fw_ok(res);
+	} else if (rc == FW_OK) {
+		rc = accepts(opts, token, cur.token)
+		             ? fw_ok(res) : stale(&t, token, cur.token, res);
+		fw_lock_release(&lk);
+	}
+	target_close(&t);
+	return rc;
+}
+
+int fw_show(const char *path, const struct fw_opts *opts,
+            struct fw_fence_info *info, struct fw_result *res)
+{
+	struct target t;
+	struct fw_record cur;
+	struct fw_lock lk;
+	int rc;
+
+	if (!opts)
+		opts = &default_opts;
+	if (res)
+		res->fence_read = 0, res->sys_errno = 0;
+	rc = target_open(&t, path, opts, res);
+	if (rc != FW_OK)
+		return rc;
+	rc = fence_lock(&t, 0, ABSENT_FAILS, fw_deadline(opts->timeout_ms),
+	                opts, &lk, &cur, res);
+	if (rc == FW_OK) {
+		fw_lock_release(&lk);
+		info->token = cur.token;
+		info->seq = cur.seq;
+		info->time = cur.time;
+		info->pid = cur.pid;
+		memcpy(info->host, cur.host, sizeof(info->host));
+		memcpy(info->op, cur.op, sizeof(info->op));
+		rc = fw_ok(res);
+	}
+	target_close(&t);
+	return rc;
+}
+
+int fw_init(const char *path, uint64_t token, const struct fw_opts *opts,
+            struct fw_result *res)
+{
+	struct target t;
+	struct stat st;
+	int rc;
+
+	if (!opts)
+		opts = &default_opts;
+	if (res)
+		res->fence_read = 0, res->sys_errno = 0;
+	rc = target_open(&t, path, opts, res);
+	if (rc != FW_OK)
+		return rc;
+	rc = file_state(&t, &st, res);
+	if (rc == 0 || rc == 1)
+		rc = create_fence(&t, token, "init", rc == 0 ? &st : NULL, opts,
+		                  res);
+	if (rc == 1) {
+		struct fw_fence_info info;
+		struct fw_result shown;
+
+		if (fw_show(path, opts, &info, &shown) == FW_OK)
+			rc = fw_fail(res, FW_UNSAFE,
+			             "%s is already fenced (%s holds %llu); "
+			             "--init never replaces a fence", path,
+			             t.fshown, (unsigned long long)info.token);
+		else
+			rc = fw_fail(res, FW_UNSAFE,
+			             "%s already exists; --init never replaces "
+			             "a fence", t.fshown);
+	} else if (rc == FW_OK) {
+		rc = fw_ok(res);
+	}
+	target_close(&t);
+	return rc;
+}
+
+int fw_clean(const char *path, const struct fw_opts *opts, unsigned *removed,
+             struct fw_result *res)
+{
+	struct target t;
+	unsigned n = 0;
+	int rc;
+
+	if (!opts)
+		opts = &default_opts;
+	rc = target_open(&t, path, opts, res);
+	if (rc != FW_OK)
+		return rc;
+	rc = fw_tmp_clean(t.dirfd, t.base, t.dirshown, &n, res);
+	if (rc == FW_OK)
+		rc = fw_tmp_clean(t.fdirfd, t.fbase, t.fshown, &n, res);
+	if (rc == FW_OK && n > 0 && fw_fsync(t.dirfd) < 0)
+		rc = fw_fail_sys(res, errno, "fsync directory", t.dirshown);
+	if (rc == FW_OK)
+		rc = fw_ok(res);
+	if (removed)
+		*removed = n;
+	target_close(&t);
+	return rc;
+}

@@ -1,0 +1,223 @@
+/*
+ * fencedwrite.h - replace a file on a shared filesystem only for the holder
+ * of the newest fencing token.
+ *
+ * A lease store (etcd, ZooKeeper, ...) gives each new lease holder a token
+ * larger than every token before it.  A holder that was paused past the end
+ * of its lease still believes it holds the lease; only the resource can tell
+ * it is stale.  This library makes a plain file that resource: beside FILE
+ * lives a fence file, FILE.fence, that records the highest token ever
+ * accepted, and every change of FILE goes through it:
+ *
+ *   1. the new content is written to a temporary file in FILE's directory
+ *      and synced, before any lock is taken;
+ *   2. the fence is locked (fcntl), read, and the token compared:
+ *      a token not larger than the fence's is rejected (FW_STALE);
+ *   3. the new token is written into the fence and synced;
+ *   4. the temporary file is renamed over FILE and the directory synced;
+ *   5. the lock is released.
+ *
+ * Because step 3 comes before step 4, the fence holds a token at least as
+ * large as the token of FILE's content at every instant, including after a
+ * crash between any two steps.  Readers of FILE see the old or the new
+ * content, whole.
+ *
+ * Rules that fail closed (FW_UNSAFE) rather than guess:
+ *   - FILE exists but its fence does not: the file was never fenced, or the
+ *     fence was deleted.  Adopt it with fw_init().
+ *   - The fence cannot be parsed or fails its checksums.
+ *   - FILE or the fence is a symbolic link, or FILE is not a regular file.
+ * When neither FILE nor its fence exists, the fence is created with token 0.
+ *
+ * Every function returns an enum fw_code and, when given a struct fw_result,
+ * fills it with the code, the errno of the failing call and a one-line
+ * message naming the call and the path.  The library never prints, never
+ * exits and installs no signal handlers.
+ *
+ * Threads: calls may be made from any number of threads; two threads
+ * changing the same FILE exclude each other.  Where the kernel or the
+ * filesystem has no open-file-description (OFD) locks, classic POSIX locks
+ * are used, and those belong to the whole process and are dropped by ANY
+ * close() of the fence file in the process: a program that opens and closes
+ * a fence file itself, outside this library, can break the exclusion.
+ */
+#ifndef FENCEDWRITE_H
+#define FENCEDWRITE_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FW_VERSION "1.0.0"
+
+/*
+ * Outcomes.  The values are the exit codes of fencedwrite(1), so a C program
+ * and a shell script speak of the same thing by the same number.
+ */
+enum fw_code {
+	FW_OK = 0,      /* committed (or, for a check, would be accepted) */
+	FW_STALE = 1,   /* token not larger than the fence's: nothing changed */
+	FW_USAGE = 2,   /* invalid argument: nothing changed */
+	FW_UNSAFE = 3,  /* fence missing, corrupt or unsafe: nothing changed */
+	FW_LOCKED = 4,  /* lock not acquired within the timeout: nothing changed */
+	FW_SYSTEM = 5   /* a system call failed: FILE holds its old or its new
+	                   content, never a mix; message names call and path */
+};
+
+/* A static string describing a code ("stale token", ...). */
+const char *fw_strerror(int code);
+
+/* Filled by every call that takes one; may be NULL where not wanted. */
+struct fw_result {
+	int code;               /* enum fw_code, as returned */
+	int sys_errno;          /* errno of the failed call, or 0 */
+	int fence_read;         /* 1 if fence_token below was read from the fence */
+	uint64_t fence_token;   /* the fence's token when the decision was made */
+	char message[1024];     /* one line, no trailing newline; "" on FW_OK */
+};
+
+/* Flags for struct fw_opts.flags. */
+#define FW_ALLOW_EQUAL 0x1u  /* accept a token equal to the fence's */
+#define FW_USE_MODE    0x2u  /* give FILE the permission bits in .mode */
+
+struct fw_opts {
+	/* Fence path; NULL means FILE with ".fence" appended. */
+	const char *fence_path;
+	/* Milliseconds to wait for the lock: -1 waits for ever, 0 does not
+	   wait at all. */
+	long timeout_ms;
+	unsigned flags;
+	/* Permission bits for FILE when FW_USE_MODE is set.  Otherwise an
+	   existing FILE keeps its bits (and owner and group, where the process
+	   may set them) and a new FILE gets 0666 & ~umask. */
+	mode_t mode;
+	/* If not NULL, a flag the caller's signal handler sets.  A system call
+	   interrupted (EINTR) while it is set ends the call with FW_SYSTEM and
+	   sys_errno EINTR, after removing the temporary file, provided the
+	   fence has not yet been written; once it has, the commit finishes.
+	   NULL: interrupted calls are retried. */
+	volatile sig_atomic_t *cancel;
+};
+
+/* Defaults: fence beside FILE, wait for ever, no flags. */
+void fw_opts_init(struct fw_opts *opts);
+
+/*
+ * Parse a token: decimal digits only, 1 to UINT64_MAX.  Signs, spaces,
+ * prefixes, trailing characters, 0 and overflow are FW_USAGE and leave *out
+ * alone.
+ */
+int fw_parse_token(const char *text, uint64_t *out);
+
+/*
+ * Commit LEN bytes from BUF as the new content of PATH under TOKEN.
+ * FW_OK: PATH holds BUF and the fence holds TOKEN, both durable.
+ * Anything else: PATH is unchanged (but see FW_SYSTEM above), no
+ * temporary file is left behind.
+ */
+int fw_commit_buffer(const char *path, uint64_t token, const void *buf,
+                     size_t len, const struct fw_opts *opts,
+                     struct fw_result *res);
+
+/*
+ * A streaming transaction, for content too large for memory or produced by
+ * another program.  fw_txn_begin() creates the temporary file; write the
+ * content with fw_txn_write(), fw_txn_copy_fd() or straight into
+ * fw_txn_fd(); then end the transaction with exactly one of
+ * fw_txn_commit() or fw_txn_abort(), both of which free it.
+ *
+ * fw_txn_begin fails early (FW_UNSAFE) when PATH exists and is not fenced,
+ * is a symbolic link or is not a regular file, so a long-running producer
+ * is not started for nothing.  OPTS is copied; fence_path must stay valid
+ * until the transaction ends.
+ */
+struct fw_txn;
+
+int fw_txn_begin(struct fw_txn **txn, const char *path,
+                 const struct fw_opts *opts, struct fw_result *res);
+
+/* Append LEN bytes.  On failure the transaction stays open: abort it. */
+int fw_txn_write(struct fw_txn *txn, const void *buf, size_t len,
+                 struct fw_result *res);
+
+/*
+ * Append everything readable from FD until end of file, in constant memory.
+ * FD_NAME names FD in messages ("standard input").  On failure the
+ * transaction stays open: abort it.
+ */
+int fw_txn_copy_fd(struct fw_txn *txn, int fd, const char *fd_name,
+                   struct fw_result *res);
+
+/*
+ * The temporary file's descriptor, open for writing and positioned at the
+ * end of what was written so far.  It remains owned by the transaction:
+ * do not close it.  It is close-on-exec; dup2() it to hand it to a child.
+ */
+int fw_txn_fd(const struct fw_txn *txn);
+
+/*
+ * Sync the content, then lock, check TOKEN, advance the fence and rename the
+ * content over PATH, as described at the top of this file.  Frees TXN
+ * whatever the outcome.
+ */
+int fw_txn_commit(struct fw_txn *txn, uint64_t token, struct fw_result *res);
+
+/* Remove the temporary file and free TXN.  TXN may be NULL. */
+void fw_txn_abort(struct fw_txn *txn);
+
+/*
+ * Remove PATH under the fence: the fence advances to TOKEN, then PATH is
+ * unlinked.  The fence stays, so a stale holder cannot re-create PATH.  A
+ * PATH that is already absent is not an error.
+ */
+int fw_delete(const char *path, uint64_t token, const struct fw_opts *opts,
+              struct fw_result *res);
+
+/*
+ * FW_OK if TOKEN would be accepted now, FW_STALE if not.  Changes nothing;
+ * takes a shared lock so the answer reflects every finished commit.
+ */
+int fw_check(const char *path, uint64_t token, const struct fw_opts *opts,
+             struct fw_result *res);
+
+/* The current record of a fence, as fw_show reports it. */
+struct fw_fence_info {
+	uint64_t token;     /* highest accepted token */
+	uint64_t seq;       /* number of updates since the fence was created */
+	int64_t time;       /* seconds since the epoch of the last update */
+	long pid;           /* process that wrote it ... */
+	char host[65];      /* ... on this host */
+	char op[8];         /* "init", "create", "commit" or "delete" */
+};
+
+/* Read PATH's fence under a shared lock.  A missing fence is FW_UNSAFE. */
+int fw_show(const char *path, const struct fw_opts *opts,
+            struct fw_fence_info *info, struct fw_result *res);
+
+/*
+ * Adopt PATH (which may or may not exist): create its fence with TOKEN,
+ * which may be 0.  An existing fence is never replaced: FW_UNSAFE.
+ */
+int fw_init(const char *path, uint64_t token, const struct fw_opts *opts,
+            struct fw_result *res);
+
+/*
+ * Remove temporary files left in PATH's directory by writers of PATH (and
+ * of its fence) that died without cleaning up (SIGKILL, power loss).  A
+ * temporary file whose writer is alive holds a lock that keeps it from
+ * being removed, on this host or, where the filesystem's locks are shared,
+ * on any host.  *removed (may be NULL) is set to the number removed.
+ */
+int fw_clean(const char *path, const struct fw_opts *opts,
+             unsigned *removed, struct fw_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FENCEDWRITE_H */

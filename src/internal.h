@@ -1,0 +1,118 @@
+/*
+ * internal.h - what the library's rooms share and callers never see.
+ */
+#ifndef FW_INTERNAL_H
+#define FW_INTERNAL_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "fencedwrite.h"
+
+#define FW_HIDDEN __attribute__((visibility("hidden")))
+#define FW_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* ---- status.c: filling struct fw_result ------------------------------ */
+
+/* Record CODE with a formatted message; returns CODE. */
+FW_HIDDEN int fw_fail(struct fw_result *res, int code, const char *fmt, ...)
+	FW_PRINTF(3, 4);
+/* FW_SYSTEM naming the call, the path and strerror(ERR); returns FW_SYSTEM. */
+FW_HIDDEN int fw_fail_sys(struct fw_result *res, int err, const char *call,
+                          const char *path);
+FW_HIDDEN int fw_ok(struct fw_result *res);
+
+/* True when a call that failed with EINTR must not be retried. */
+FW_HIDDEN int fw_cancelled(const struct fw_opts *opts);
+
+/* ---- fence_record.c: the fence file format --------------------------- */
+
+#define FW_SLOT_SIZE 256
+#define FW_FENCE_SIZE (2 * FW_SLOT_SIZE)
+
+struct fw_record {
+	uint64_t seq;
+	uint64_t token;
+	int64_t time;
+	long pid;
+	char op[8];
+	char host[65];
+};
+
+/* Format REC into its slot (REC->seq decides which): FW_SLOT_SIZE bytes. */
+FW_HIDDEN void fw_record_format(const struct fw_record *rec,
+                                char slot[FW_SLOT_SIZE]);
+/* Byte offset of the slot that record number SEQ lives in. */
+FW_HIDDEN off_t fw_record_offset(uint64_t seq);
+/*
+ * Parse a whole fence image of LEN bytes.  On success fill *REC with the
+ * newest valid slot and return 0; otherwise return -1 and write a short
+ * reason into WHY.
+ */
+FW_HIDDEN int fw_record_parse(const char *image, size_t len,
+                              struct fw_record *rec, char *why,
+                              size_t whylen);
+/* A fence image holding only REC (the other slot blank). */
+FW_HIDDEN void fw_record_image(const struct fw_record *rec,
+                               char image[FW_FENCE_SIZE]);
+/* Fill pid, host and time for a record written now. */
+FW_HIDDEN void fw_record_stamp(struct fw_record *rec, const char *op);
+
+/* ---- lock.c: exclusive access to the fence --------------------------- */
+
+struct fw_guard;
+
+struct fw_lock {
+	int fd;                 /* the locked fence, or -1 */
+	dev_t dev;
+	ino_t ino;
+	int ofd;                /* 1: OFD lock; 0: classic POSIX lock */
+	struct fw_guard *guard; /* in-process exclusion for this inode */
+};
+
+/* fw_lock_open's result when the fence does not exist. */
+#define FW_LOCK_ABSENT (-1)
+
+/*
+ * Open NAME (relative to DIRFD, never following a symlink) and lock it,
+ * for writing if EXCLUSIVE, else for reading.  DEADLINE_NS is a
+ * CLOCK_MONOTONIC instant, or -1 to wait for ever, 0 not to wait.
+ * Returns FW_OK, FW_LOCK_ABSENT, FW_LOCKED, FW_UNSAFE or FW_SYSTEM.
+ */
+FW_HIDDEN int fw_lock_open(int dirfd, const char *name, const char *shown,
+                           int exclusive, int64_t deadline_ns,
+                           const struct fw_opts *opts, struct fw_lock *lk,
+                           struct fw_result *res);
+FW_HIDDEN void fw_lock_release(struct fw_lock *lk);
+/*
+ * Try once to lock FD for writing, with an OFD lock where possible.
+ * Returns 1 if granted, 0 if another holder has it, -1 with errno set.
+ */
+FW_HIDDEN int fw_lock_try(int fd, int wait);
+FW_HIDDEN int64_t fw_now_ns(void);
+FW_HIDDEN int64_t fw_deadline(long timeout_ms);
+
+/* ---- tmpfile.c: temporary files -------------------------------------- */
+
+#define FW_TMP_MARK ".fwtmp."
+
+/* Create ".BASE.fwtmp.RANDOM" in DIRFD, locked so no cleaner removes it.
+   NAME receives the name (size >= NAME_MAX + 1).  Returns the fd or -1. */
+FW_HIDDEN int fw_tmp_create(int dirfd, const char *base, mode_t mode,
+                            char *name, size_t namelen);
+FW_HIDDEN void fw_tmp_discard(int dirfd, const char *name, int fd);
+/* Remove dead writers' leftovers for BASE in DIRFD; count them in *N. */
+FW_HIDDEN int fw_tmp_clean(int dirfd, const char *base, const char *shown,
+                           unsigned *n, struct fw_result *res);
+
+/* ---- io.c: system calls with EINTR and short counts handled ---------- */
+
+FW_HIDDEN int fw_write_all(int fd, const void *buf, size_t len,
+                           const struct fw_opts *opts);
+FW_HIDDEN int fw_pwrite_all(int fd, const void *buf, size_t len, off_t off);
+FW_HIDDEN ssize_t fw_pread_all(int fd, void *buf, size_t len, off_t off);
+FW_HIDDEN int fw_fsync(int fd);
+FW_HIDDEN int fw_fdatasync(int fd);
+
+#endif /* FW_INTERNAL_H */

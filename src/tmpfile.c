@@ -1,0 +1,161 @@
+/*
+ * tmpfile.c - temporary files and the leftovers of writers that died.
+ *
+ * New content is written to ".FILE.fwtmp.XXXXXXXXXXXX" in FILE's own
+ * directory (rename is atomic only within one filesystem), created with
+ * O_EXCL|O_NOFOLLOW so a file or link planted under that name is never
+ * written through.
+ *
+ * A writer holds a write lock on its temporary file for as long as it
+ * lives.  SIGKILL or a crash releases the lock, so a cleaner can tell a
+ * dead writer's leftover (lock free) from a live writer's file (locked),
+ * on any host whose locks reach this filesystem, without trusting clocks
+ * or pids.  The cleaner locks a file before it unlinks it; a writer that
+ * created its file but was not yet quick enough to lock it finds, once it
+ * has the lock, that the name was unlinked (st_nlink == 0) and starts over.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define SUFFIX_LEN 12
+
+static void random_suffix(char out[SUFFIX_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char r[SUFFIX_LEN / 2];
+
+	if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+		/* No entropy yet (early boot): uniqueness, not secrecy, is
+		   needed here, and O_EXCL settles any collision. */
+		uint64_t x = (uint64_t)fw_now_ns() ^ ((uint64_t)getpid() << 32) ^
+		             (uint64_t)(uintptr_t)r;
+
+		for (size_t i = 0; i < sizeof(r); i++, x >>= 8)
+			r[i] = (unsigned char)x;
+	}
+	for (size_t i = 0; i < sizeof(r); i++) {
+		out[2 * i] = hex[r[i] >> 4];
+		out[2 * i + 1] = hex[r[i] & 15];
+	}
+	out[SUFFIX_LEN] = '\0';
+}
+
+int fw_tmp_create(int dirfd, const char *base, mode_t mode, char *name,
+                  size_t namelen)
+{
+	for (int attempt = 0; attempt < 100; attempt++) {
+		char suffix[SUFFIX_LEN + 1];
+		struct stat st;
+		int fd, n;
+
+		random_suffix(suffix);
+		n = snprintf(name, namelen, ".%s" FW_TMP_MARK "%s", base, suffix);
+		if (n < 0 || (size_t)n >= namelen || n > NAME_MAX) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		fd = openat(dirfd, name,
+		            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
+		            O_NOCTTY, mode);
+		if (fd < 0) {
+			if (errno == EEXIST || errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (fw_lock_try(fd, 1) < 0 || fstat(fd, &st) < 0) {
+			int err = errno;
+
+			unlinkat(dirfd, name, 0);
+			close(fd);
+			errno = err;
+			return -1;
+		}
+		if (st.st_nlink > 0)
+			return fd;
+		close(fd);  /* a cleaner took it before we locked it */
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+void fw_tmp_discard(int dirfd, const char *name, int fd)
+{
+	/* Unlink while still holding the lock, then close. */
+	if (name[0])
+		unlinkat(dirfd, name, 0);
+	if (fd >= 0)
+		close(fd);
+}
+
+static int is_leftover_of(const char *entry, const char *base)
+{
+	size_t blen = strlen(base), mlen = strlen(FW_TMP_MARK);
+	const char *s;
+
+	if (entry[0] != '.' || strncmp(entry + 1, base, blen) != 0 ||
+	    strncmp(entry + 1 + blen, FW_TMP_MARK, mlen) != 0)
+		return 0;
+	s = entry + 1 + blen + mlen;
+	if (strlen(s) != SUFFIX_LEN)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return 0;
+	return 1;
+}
+
+int fw_tmp_clean(int dirfd, const char *base, const char *shown,
+                 unsigned *n, struct fw_result *res)
+{
+	struct dirent *de;
+	DIR *dir;
+	int dfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+
+	if (dfd < 0)
+		return fw_fail_sys(res, errno, "dup", shown);
+	dir = fdopendir(dfd);
+	if (!dir) {
+		int err = errno;
+
+		close(dfd);
+		return fw_fail_sys(res, err, "opendir", shown);
+	}
+	rewinddir(dir);
+	while ((errno = 0, de = readdir(dir)) != NULL) {
+		struct stat st, again;
+		int fd;
+
+		if (!is_leftover_of(de->d_name, base))
+			continue;
+		fd = openat(dirfd, de->d_name,
+		            O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY |
+		            O_NONBLOCK);
+		if (fd < 0)
+			continue;  /* gone, a planted link, or not ours to open */
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		    fw_lock_try(fd, 0) == 1 &&
+		    fstatat(dirfd, de->d_name, &again, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    again.st_dev == st.st_dev && again.st_ino == st.st_ino &&
+		    unlinkat(dirfd, de->d_name, 0) == 0)
+			(*n)++;
+		close(fd);
+	}
+	if (errno != 0) {
+		int err = errno;
+
+		closedir(dir);
+		return fw_fail_sys(res, err, "readdir", shown);
+	}
+	closedir(dir);
+	return FW_OK;
+}
