@@ -1,0 +1,25 @@
+#!/bin/sh
+# Run the named test suites from build directory $1, each in a fresh
+# temporary directory, and end with one summary line.
+# usage: scripts/run-tests.sh BUILD_DIR SUITE...
+set -u
+build=$1
+shift
+FW_BIN=$(cd "$build" && pwd)/fencedwrite
+export FW_BIN
+passed=0
+failed=0
+failures=""
+for suite in "$@"; do
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/fwsuite.XXXXXX") || exit 5
+	if TMPDIR=$dir "$build/tests/$suite"; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		failures="$failures $suite"
+	fi
+	rm -rf "$dir"
+done
+[ -z "$failures" ] || echo "failed suites ($build):$failures"
+echo "suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

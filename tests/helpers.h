@@ -1,0 +1,52 @@
+/*
+ * helpers.h - what the suites share: a fresh directory per test, files in
+ * and out, running the command, and a lock held by another process.
+ */
+#ifndef FW_TEST_HELPERS_H
+#define FW_TEST_HELPERS_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <sys/types.h>
+#include <cmocka.h>
+
+#include "fencedwrite.h"
+
+/* cmocka setup/teardown: a new empty directory, made current. */
+int fwt_setup(void **state);
+int fwt_teardown(void **state);
+
+/* Whole file, NUL-terminated, malloc'ed; NULL if it does not exist. */
+char *fwt_slurp(const char *path, size_t *len);
+void fwt_spit(const char *path, const char *data);
+/* The fence's token through the library; fails the test if unreadable. */
+uint64_t fwt_fence_token(const char *path);
+/* Entries of DIR whose names mark them as fencedwrite temporary files. */
+int fwt_count_tmp(const char *dir);
+
+/*
+ * Run the command (FW_BIN) with the NULL-terminated arguments, STDIN_DATA
+ * on its standard input (NULL: /dev/null).  *OUT and *ERR (if not NULL)
+ * receive its output, malloc'ed.  Returns the exit code, or 128 + signal.
+ */
+int fwt_run(const char *stdin_data, char **out, char **err, ...);
+int fwt_runv(const char *stdin_data, char **out, char **err,
+             char *const argv[]);
+/* Start the command without waiting; stdin from STDIN_DATA. */
+pid_t fwt_spawn(const char *stdin_data, char *const argv[]);
+/* Exit code or 128 + signal of a spawned process. */
+int fwt_wait(pid_t pid);
+
+/* A lock on PATH held by a child process until fwt_unlock. */
+struct fwt_holder {
+	pid_t pid;
+	int release_fd;
+};
+void fwt_lock_in_child(const char *path, int classic, struct fwt_holder *h);
+void fwt_unlock(struct fwt_holder *h);
+/* Block until some process waits for a lock on PATH's inode. */
+void fwt_wait_for_waiter(const char *path);
+
+#endif
