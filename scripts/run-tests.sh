@@ -12,7 +12,14 @@ failed=0
 failures=""
 for suite in "$@"; do
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/fwsuite.XXXXXX") || exit 5
-	if TMPDIR=$dir "$build/tests/$suite"; then
+	case $suite in
+	*@noofd)
+		set -- env LD_PRELOAD="$(cd "$build" && pwd)/tests/noofd.so" \
+		    FWT_EXPECT_CLASSIC=1 "$build/tests/${suite%@noofd}" ;;
+	*)
+		set -- "$build/tests/$suite" ;;
+	esac
+	if TMPDIR=$dir "$@"; then
 		passed=$((passed + 1))
 	else
 		failed=$((failed + 1))

@@ -26,6 +26,8 @@ extern char **environ;
 
 /* Set by the handler; the library checks it when a call is interrupted. */
 static volatile sig_atomic_t got_signal;
+/* CMD while it runs, so the handler can pass a signal on to it. */
+static volatile pid_t child_pid;
 
 enum action { WRITE, DELETE, CHECK, SHOW, INIT, CLEAN };
 
@@ -262,7 +264,14 @@ static int parse_args(struct cli *c, int argc, char **argv)
 
 static void on_signal(int sig)
 {
+	int saved = errno;
+
 	got_signal = sig;
+	/* A signal meant for us alone (a cron timeout kills only us) must
+	   stop CMD too, or we would wait for it to finish on its own. */
+	if (child_pid > 0)
+		kill(child_pid, sig);
+	errno = saved;
 }
 
 /* Signals end a run cleanly: the library notices, removes its temporary
@@ -316,17 +325,19 @@ static int run_cmd(struct fw_txn *txn, char **cmd)
 		fprintf(stderr, PROG ": %s: %s\n", cmd[0], strerror(rc));
 		return EXIT_CMD_FAILED;
 	}
+	child_pid = pid;
+	/* A signal that came before child_pid was set was not passed on. */
+	if (got_signal)
+		kill(pid, got_signal);
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			fprintf(stderr, PROG ": waitpid(%s): %s\n", cmd[0],
 			        strerror(errno));
+			child_pid = 0;
 			return FW_SYSTEM;
 		}
-		/* Pass on a signal meant for us alone (cron's timeout kills
-		   only us); a terminal's ^C reached CMD already. */
-		if (got_signal)
-			kill(pid, got_signal);
 	}
+	child_pid = 0;
 	if (got_signal)
 		return -1;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)

@@ -36,6 +36,8 @@ int fwt_runv(const char *stdin_data, char **out, char **err,
              char *const argv[]);
 /* Start the command without waiting; stdin from STDIN_DATA. */
 pid_t fwt_spawn(const char *stdin_data, char *const argv[]);
+/* Start the command with the test's own standard input. */
+pid_t fwt_spawn_inherit(char *const argv[]);
 /* Exit code or 128 + signal of a spawned process. */
 int fwt_wait(pid_t pid);
 

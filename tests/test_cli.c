@@ -1,0 +1,380 @@
+/* The command: its exit codes, messages and options, as a script sees
+   them. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+#define RUN(in, out, err, ...) fwt_run(in, out, err, __VA_ARGS__, (char *)NULL)
+
+static void assert_content(const char *path, const char *want)
+{
+	char *got = fwt_slurp(path, NULL);
+
+	if (!got)
+		fail_msg("%s does not exist", path);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+/* One line on stderr, prefixed with the program's name. */
+static void assert_one_message(const char *err, const char *needle)
+{
+	assert_true(strncmp(err, "fencedwrite: ", 13) == 0);
+	assert_non_null(strstr(err, needle));
+	assert_int_equal(strchr(err, '\n') - err + 1, (long)strlen(err));
+}
+
+static void exit_0_commits_stdin(void **state)
+{
+	char *out, *err;
+
+	(void)state;
+	assert_int_equal(RUN("hello\n", &out, &err, "-t", "1", "f"), 0);
+	assert_string_equal(out, "");
+	assert_string_equal(err, "");
+	assert_content("f", "hello\n");
+	assert_true(fwt_fence_token("f") == 1);
+	free(out);
+	free(err);
+}
+
+/* The seed's story through the command. */
+static void exit_1_stale_token_names_file_token_and_fence(void **state)
+{
+	char *err;
+
+	(void)state;
+	assert_int_equal(RUN("B\n", NULL, NULL, "--token", "8", "r"), 0);
+	assert_int_equal(RUN("A\n", NULL, &err, "-t", "7", "r"), 1);
+	assert_one_message(err, "stale token 7 for r: the fence holds 8");
+	free(err);
+	assert_int_equal(RUN("A\n", NULL, &err, "-t", "8", "r"), 1);
+	free(err);
+	assert_int_equal(RUN("A\n", NULL, &err, "-q", "-t", "8", "r"), 1);
+	assert_string_equal(err, "");
+	free(err);
+	assert_int_equal(RUN("eq\n", NULL, NULL, "--allow-equal", "-t", "8",
+	                     "r"), 0);
+	assert_content("r", "eq\n");
+	assert_true(fwt_fence_token("r") == 8);
+	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
+static void exit_2_usage_errors_change_nothing(void **state)
+{
+	static const char *const bad[][6] = {
+		{ "f", NULL },                          /* no token */
+		{ "-t", "", "f", NULL },
+		{ "-t", "-1", "f", NULL },
+		{ "-t", "+8", "f", NULL },
+		{ "-t", "0x8", "f", NULL },
+		{ "-t", " 8", "f", NULL },
+		{ "-t", "8x", "f", NULL },
+		{ "-t", "0", "f", NULL },
+		{ "-t", "18446744073709551616", "f", NULL },
+		{ "-t", "1", NULL },                    /* no FILE */
+		{ "-t", "1", "f", "extra", NULL },      /* CMD without -- */
+		{ "-t", "1", "f", "--", NULL },         /* -- without CMD */
+		{ "-t", "1", "-w", "soon", "f", NULL },
+		{ "-t", "1", "--mode", "0999", "f", NULL },
+		{ "--show", "--check", "f", NULL },
+		{ "--json", "-t", "1", "f", NULL },
+		{ "--show", "-t", "1", "f", NULL },
+		{ "--bogus", "f", NULL },
+		{ "--delete", "-t", "1", "f", "--", "true" },
+	};
+	char *argv[8], *err;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int n = 0;
+
+		argv[n++] = (char *)"fencedwrite";
+		for (int k = 0; k < 6 && bad[i][k]; k++)
+			argv[n++] = (char *)bad[i][k];
+		argv[n] = NULL;
+		if (fwt_runv("x", NULL, &err, argv) != 2)
+			fail_msg("case %zu (%s %s ...) did not exit 2", i,
+			         argv[1], argv[2] ? argv[2] : "");
+		assert_true(strncmp(err, "fencedwrite: ", 13) == 0 ||
+		            strncmp(err, "fencedwrite: unrecognized", 25) == 0 ||
+		            strstr(err, "Usage:") != NULL);
+		free(err);
+	}
+	assert_null(fwt_slurp("f", NULL));
+	assert_null(fwt_slurp("f.fence", NULL));
+}
+
+static void exit_3_unfenced_corrupt_or_link(void **state)
+{
+	char *err;
+
+	(void)state;
+	fwt_spit("legacy", "old\n");
+	assert_int_equal(RUN("new\n", NULL, &err, "-t", "5", "legacy"), 3);
+	assert_one_message(err, "legacy is not fenced");
+	free(err);
+	assert_int_equal(RUN(NULL, NULL, NULL, "--init", "legacy"), 0);
+	assert_int_equal(RUN(NULL, NULL, &err, "--init", "-t", "9", "legacy"), 3);
+	assert_one_message(err, "already fenced");
+	free(err);
+	fwt_spit("legacy.fence", "token=999\n");
+	assert_int_equal(RUN("new\n", NULL, &err, "-t", "5", "legacy"), 3);
+	assert_one_message(err, "legacy.fence is corrupt");
+	free(err);
+	assert_int_equal(RUN(NULL, NULL, &err, "--show", "legacy"), 3);
+	free(err);
+	assert_int_equal(symlink("legacy", "link"), 0);
+	assert_int_equal(RUN("new\n", NULL, &err, "-t", "5", "link"), 3);
+	assert_one_message(err, "symbolic link");
+	free(err);
+	assert_content("legacy", "old\n");
+	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
+static void exit_4_lock_not_acquired(void **state)
+{
+	struct fwt_holder h;
+	char *err;
+
+	(void)state;
+	assert_int_equal(RUN("1\n", NULL, NULL, "-t", "1", "f"), 0);
+	fwt_lock_in_child("f.fence", 0, &h);
+	assert_int_equal(RUN("2\n", NULL, &err, "-n", "-t", "2", "f"), 4);
+	assert_one_message(err, "locked by another writer");
+	free(err);
+	assert_int_equal(RUN("2\n", NULL, &err, "-w", "0.05", "-t", "2", "f"),
+	                 4);
+	free(err);
+	assert_int_equal(RUN("2\n", NULL, &err, "-q", "--nonblock", "-t", "2",
+	                     "f"), 4);
+	assert_string_equal(err, "");
+	free(err);
+	fwt_unlock(&h);
+	assert_content("f", "1\n");
+	assert_int_equal(fwt_count_tmp("."), 0);
+	assert_int_equal(RUN("2\n", NULL, NULL, "-w", "1", "-t", "2", "f"), 0);
+}
+
+static void exit_5_system_error_names_call_and_path(void **state)
+{
+	char *err;
+
+	(void)state;
+	assert_int_equal(RUN("x", NULL, &err, "-t", "1", "missing/f"), 5);
+	assert_one_message(err, "open(missing): No such file or directory");
+	free(err);
+	/* standard input that cannot be read */
+	assert_int_equal(mkdir("adir", 0755), 0);
+	{
+		char *argv[] = { "fencedwrite", "-t", "1", "g", NULL };
+		int in = open("adir", O_RDONLY), saved = dup(0), rc;
+
+		assert_true(in >= 0 && saved >= 0);
+		dup2(in, 0);
+		rc = fwt_wait(fwt_spawn_inherit(argv));
+		dup2(saved, 0);
+		close(saved);
+		close(in);
+		assert_int_equal(rc, 5);
+	}
+	assert_null(fwt_slurp("g", NULL));
+	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
+static void exit_6_cmd_fails_or_is_killed(void **state)
+{
+	char *err;
+
+	(void)state;
+	assert_int_equal(RUN(NULL, NULL, NULL, "-t", "1", "f", "--", "sh", "-c",
+	                     "echo from cmd"), 0);
+	assert_content("f", "from cmd\n");
+	assert_int_equal(RUN(NULL, NULL, &err, "-t", "2", "f", "--", "sh", "-c",
+	                     "echo partial; exit 3"), 6);
+	assert_one_message(err, "sh exited with status 3");
+	free(err);
+	assert_int_equal(RUN(NULL, NULL, &err, "-t", "2", "f", "--", "sh", "-c",
+	                     "echo partial; kill -9 $$"), 6);
+	assert_one_message(err, "killed by signal 9");
+	free(err);
+	assert_int_equal(RUN(NULL, NULL, &err, "-t", "2", "f", "--",
+	                     "/nonexistent/cmd"), 6);
+	assert_non_null(strstr(err, "/nonexistent/cmd"));
+	free(err);
+	/* CMD's own options are not ours */
+	assert_int_equal(RUN(NULL, NULL, NULL, "-t", "3", "f", "--", "printf",
+	                     "-t %s", "x"), 0);
+	assert_content("f", "-t x");
+	assert_true(fwt_fence_token("f") == 3);
+	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
+static void closed_stdin_is_a_usage_error(void **state)
+{
+	char *argv[] = { "fencedwrite", "-t", "1", "f", NULL };
+	int saved = dup(0), rc;
+
+	(void)state;
+	close(0);
+	rc = fwt_wait(fwt_spawn_inherit(argv));
+	dup2(saved, 0);
+	close(saved);
+	assert_int_equal(rc, 2);
+	assert_null(fwt_slurp("f", NULL));
+}
+
+static void delete_check_show_init_clean(void **state)
+{
+	char *out, *err;
+
+	(void)state;
+	assert_int_equal(RUN("v\n", NULL, NULL, "-t", "10", "f"), 0);
+	assert_int_equal(RUN(NULL, NULL, NULL, "--check", "-t", "11", "f"), 0);
+	assert_int_equal(RUN(NULL, NULL, &err, "--check", "-t", "10", "f"), 1);
+	assert_one_message(err, "holds 10");
+	free(err);
+	assert_int_equal(RUN(NULL, &out, NULL, "--show", "f"), 0);
+	assert_string_equal(out, "10\n");
+	free(out);
+	assert_int_equal(RUN(NULL, &out, NULL, "--show", "--json", "f"), 0);
+	assert_non_null(strstr(out, "{\"file\":\"f\",\"fence\":\"f.fence\","
+	                            "\"token\":10,\"seq\":1,\"op\":\"commit\""));
+	assert_non_null(strstr(out, "\"host\":"));
+	free(out);
+	assert_int_equal(RUN(NULL, NULL, NULL, "--delete", "-t", "10", "f"), 1);
+	assert_content("f", "v\n");
+	assert_int_equal(RUN(NULL, NULL, NULL, "--delete", "-t", "12", "f"), 0);
+	assert_null(fwt_slurp("f", NULL));
+	assert_int_equal(RUN(NULL, &out, NULL, "--show", "f"), 0);
+	assert_string_equal(out, "12\n");
+	free(out);
+	assert_int_equal(RUN(NULL, NULL, &err, "--clean", "f"), 0);
+	assert_string_equal(err, "");
+	free(err);
+	assert_int_equal(RUN("x", NULL, NULL, "--fence", "other.fence", "-t",
+	                     "1", "f"), 0);
+	assert_int_equal(RUN(NULL, &out, NULL, "--show", "--json", "--fence",
+	                     "other.fence", "f"), 0);
+	assert_non_null(strstr(out, "\"fence\":\"other.fence\""));
+	free(out);
+}
+
+static void mode_option_and_preserved_bits(void **state)
+{
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(RUN("x", NULL, NULL, "--mode", "0640", "-t", "1", "m"),
+	                 0);
+	assert_int_equal(stat("m", &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(RUN("y", NULL, NULL, "-t", "2", "m"), 0);
+	assert_int_equal(stat("m", &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+}
+
+static void help_and_version_document_every_option(void **state)
+{
+	static const char *opts[] = {
+		"--token", "--fence", "--timeout", "--nonblock", "--allow-equal",
+		"--mode", "--json", "--quiet", "--delete", "--check", "--show",
+		"--init", "--clean", "--help", "--version",
+	};
+	char *out;
+
+	(void)state;
+	assert_int_equal(RUN(NULL, &out, NULL, "--help"), 0);
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		if (!strstr(out, opts[i]))
+			fail_msg("--help does not mention %s", opts[i]);
+	for (int code = 0; code <= 6; code++) {
+		char line[8];
+
+		snprintf(line, sizeof(line), "\n  %d  ", code);
+		assert_non_null(strstr(out, line));
+	}
+	free(out);
+	assert_int_equal(RUN(NULL, &out, NULL, "-V"), 0);
+	assert_string_equal(out, "fencedwrite " FW_VERSION "\n");
+	free(out);
+}
+
+static void large_stdin_is_committed_exactly(void **state)
+{
+	size_t n = 3 * 1024 * 1024 + 17, len;
+	char *big = malloc(n + 1), *got;
+
+	(void)state;
+	for (size_t i = 0; i < n; i++)
+		big[i] = (char)('a' + i % 26);
+	big[n] = '\0';
+	assert_int_equal(RUN(big, NULL, NULL, "-t", "1", "big"), 0);
+	got = fwt_slurp("big", &len);
+	assert_int_equal(len, n);
+	assert_memory_equal(got, big, n);
+	free(got);
+	free(big);
+}
+
+/* A signal while waiting for the lock: the temporary file is removed and
+   the command dies of that signal, as a script expects. */
+static void sigterm_while_waiting_leaves_nothing_behind(void **state)
+{
+	char *argv[] = { "fencedwrite", "-t", "2", "f", NULL };
+	struct fwt_holder h;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(RUN("1\n", NULL, NULL, "-t", "1", "f"), 0);
+	fwt_lock_in_child("f.fence", 0, &h);
+	pid = fwt_spawn("2\n", argv);
+	fwt_wait_for_waiter("f.fence");
+	assert_int_equal(fwt_count_tmp("."), 1);
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	assert_int_equal(fwt_wait(pid), 128 + SIGTERM);
+	fwt_unlock(&h);
+	assert_int_equal(fwt_count_tmp("."), 0);
+	assert_content("f", "1\n");
+	assert_true(fwt_fence_token("f") == 1);
+}
+
+static void sigint_while_cmd_runs_leaves_nothing_behind(void **state)
+{
+	(void)state;
+	/* CMD interrupts its parent, fencedwrite, then would write more. */
+	assert_int_equal(RUN(NULL, NULL, NULL, "-t", "1", "f", "--", "sh", "-c",
+	                     "echo part; kill -INT $PPID; exec sleep 30"),
+	                 128 + SIGINT);
+	assert_null(fwt_slurp("f", NULL));
+	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, fwt_setup, fwt_teardown)
+		T(exit_0_commits_stdin),
+		T(exit_1_stale_token_names_file_token_and_fence),
+		T(exit_2_usage_errors_change_nothing),
+		T(exit_3_unfenced_corrupt_or_link),
+		T(exit_4_lock_not_acquired),
+		T(exit_5_system_error_names_call_and_path),
+		T(exit_6_cmd_fails_or_is_killed),
+		T(closed_stdin_is_a_usage_error),
+		T(delete_check_show_init_clean),
+		T(mode_option_and_preserved_bits),
+		T(help_and_version_document_every_option),
+		T(large_stdin_is_committed_exactly),
+		T(sigterm_while_waiting_leaves_nothing_behind),
+		T(sigint_while_cmd_runs_leaves_nothing_behind),
+	};
+	return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
+}

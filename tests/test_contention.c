@@ -1,0 +1,343 @@
+/*
+ * Contention: writer processes, each with threads, commit random tokens
+ * (fresh, equal, stale) to one FILE while reader processes read it in a
+ * loop.  Every operation is recorded with CLOCK_MONOTONIC start and end
+ * times, and the history is checked afterwards:
+ *
+ *   - committed tokens are unique and increase in real-time order: if
+ *     commit A ended before commit B started, tok(A) < tok(B);
+ *   - every rejection is justified: some commit with a token >= it started
+ *     before the rejection ended;
+ *   - every read saw one whole payload with a valid checksum, and no reader
+ *     saw a token lower than one it had seen before;
+ *   - at the end FILE holds the highest committed token's payload and the
+ *     fence holds that token; no temporary file is left.
+ *
+ * FWT_WRITERS, FWT_THREADS and FWT_OPS (per thread) scale it up.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+#define FILE_NAME "shared.txt"
+#define READERS 2
+
+struct op {
+	int64_t start, end;
+	uint64_t token;
+	int rc;
+};
+
+struct shared {
+	uint64_t next_token;
+	int writers_done;
+	unsigned long reads, read_violations, bad_codes;
+	char first_violation[160];
+	size_t nops;
+	struct op ops[];
+};
+
+static struct shared *sh;
+static int writers = 4, threads = 2, ops_per_thread = 40;
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static uint32_t checksum(const char *p, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	while (n--)
+		h = (h ^ (unsigned char)*p++) * 16777619u;
+	return h;
+}
+
+/* "tok=T pad=XXXX... sum=HHHHHHHH\n": whole or detectably not. */
+static size_t payload(char *buf, size_t cap, uint64_t tok, unsigned seed)
+{
+	size_t n = (size_t)snprintf(buf, cap, "tok=%llu pad=",
+	                            (unsigned long long)tok);
+	size_t pad = seed % 3000;
+
+	for (size_t i = 0; i < pad && n < cap - 32; i++)
+		buf[n++] = (char)('a' + (seed + i) % 26);
+	n += (size_t)snprintf(buf + n, cap - n, " sum=%08x\n",
+	                      checksum(buf, n));
+	return n;
+}
+
+/* 0 and *tok if BUF holds one whole payload. */
+static int parse_payload(const char *buf, size_t n, uint64_t *tok)
+{
+	unsigned long long t;
+	unsigned sum;
+	const char *s;
+
+	if (n < 20 || buf[n - 1] != '\n' || sscanf(buf, "tok=%llu ", &t) != 1)
+		return -1;
+	s = buf + n - 14;   /* " sum=" + 8 hex digits + newline */
+	if (strncmp(s, " sum=", 5) != 0 || sscanf(s + 5, "%8x", &sum) != 1 ||
+	    sum != checksum(buf, (size_t)(s - buf)))
+		return -1;
+	*tok = t;
+	return 0;
+}
+
+static void *writer_thread(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	char buf[4096];
+
+	for (int i = 0; i < ops_per_thread; i++) {
+		size_t slot = __atomic_fetch_add(&sh->nops, 1, __ATOMIC_SEQ_CST);
+		struct op *op = &sh->ops[slot];
+		uint64_t base = __atomic_add_fetch(&sh->next_token, 1,
+		                                   __ATOMIC_SEQ_CST);
+		unsigned r = (unsigned)rand_r(&seed);
+		struct fw_result res;
+		uint64_t tok;
+		size_t n;
+
+		switch (r % 8) {
+		case 0:   /* deliberately stale */
+			tok = 1 + r % (base / 2 + 1);
+			break;
+		case 1:   /* likely equal to a recent commit */
+			tok = base > 1 ? base - 1 : 1;
+			break;
+		default:  /* fresh, give or take a concurrent writer */
+			tok = base + r % 3;
+		}
+		n = payload(buf, sizeof(buf), tok, r);
+		op->token = tok;
+		op->start = now_ns();
+		op->rc = fw_commit_buffer(FILE_NAME, tok, buf, n, NULL, &res);
+		op->end = now_ns();
+		if (op->rc != FW_OK && op->rc != FW_STALE)
+			__atomic_add_fetch(&sh->bad_codes, 1, __ATOMIC_SEQ_CST);
+	}
+	return NULL;
+}
+
+static void writer_process(int id)
+{
+	pthread_t t[16];
+
+	for (int i = 0; i < threads; i++)
+		if (pthread_create(&t[i], NULL, writer_thread,
+		                   (void *)(uintptr_t)(id * 1000 + i + 1)))
+			_exit(3);
+	for (int i = 0; i < threads; i++)
+		pthread_join(t[i], NULL);
+	_exit(0);
+}
+
+static void reader_process(void)
+{
+	static char buf[8192];
+	uint64_t last = 0;
+
+	while (!__atomic_load_n(&sh->writers_done, __ATOMIC_SEQ_CST)) {
+		FILE *f = fopen(FILE_NAME, "rb");
+		uint64_t tok;
+		size_t n;
+
+		if (!f)
+			continue;   /* before the first commit */
+		n = fread(buf, 1, sizeof(buf), f);
+		fclose(f);
+		__atomic_add_fetch(&sh->reads, 1, __ATOMIC_SEQ_CST);
+		if (parse_payload(buf, n, &tok) != 0 || tok < last) {
+			if (__atomic_add_fetch(&sh->read_violations, 1,
+			                       __ATOMIC_SEQ_CST) == 1)
+				snprintf(sh->first_violation,
+				         sizeof(sh->first_violation),
+				         "read %zu bytes after token %llu", n,
+				         (unsigned long long)last);
+			continue;
+		}
+		last = tok;
+	}
+	_exit(0);
+}
+
+static int by_end(const void *a, const void *b)
+{
+	const struct op *x = *(const struct op *const *)a;
+	const struct op *y = *(const struct op *const *)b;
+
+	return (x->end > y->end) - (x->end < y->end);
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct op *x = *(const struct op *const *)a;
+	const struct op *y = *(const struct op *const *)b;
+
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+static int by_value(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Highest token among the first N of SORTED whose KEY is < LIMIT. */
+static uint64_t max_before(struct op **sorted, uint64_t *prefix, size_t n,
+                           int64_t limit, int use_end)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int64_t key = use_end ? sorted[mid]->end : sorted[mid]->start;
+
+		if (key < limit)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? prefix[lo - 1] : 0;
+}
+
+static void history_is_linearizable(void **state)
+{
+	size_t total, ncommit = 0, nreject = 0;
+	struct op **by_e, **by_s;
+	uint64_t *pre_e, *pre_s, *tokens, best = 0;
+	pid_t pids[64 + READERS];
+	char want[4096], *got;
+	int np = 0;
+
+	(void)state;
+	if (getenv("FWT_WRITERS"))
+		writers = atoi(getenv("FWT_WRITERS"));
+	if (getenv("FWT_THREADS"))
+		threads = atoi(getenv("FWT_THREADS"));
+	if (getenv("FWT_OPS"))
+		ops_per_thread = atoi(getenv("FWT_OPS"));
+	assert_true(writers > 0 && writers <= 64 && threads > 0 &&
+	            threads <= 16 && ops_per_thread > 0);
+	total = (size_t)writers * (size_t)threads * (size_t)ops_per_thread;
+	sh = mmap(NULL, sizeof(*sh) + total * sizeof(struct op),
+	          PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(sh != MAP_FAILED);
+
+	for (int i = 0; i < READERS; i++) {
+		pids[np] = fork();
+		assert_true(pids[np] >= 0);
+		if (pids[np++] == 0)
+			reader_process();
+	}
+	for (int i = 0; i < writers; i++) {
+		pids[np] = fork();
+		assert_true(pids[np] >= 0);
+		if (pids[np++] == 0)
+			writer_process(i);
+	}
+	for (int i = READERS; i < np; i++)
+		assert_int_equal(fwt_wait(pids[i]), 0);
+	__atomic_store_n(&sh->writers_done, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < READERS; i++)
+		assert_int_equal(fwt_wait(pids[i]), 0);
+
+	assert_int_equal(sh->nops, total);
+	assert_int_equal(sh->bad_codes, 0);
+	if (sh->read_violations)
+		fail_msg("%lu torn or backwards reads; first: %s",
+		         sh->read_violations, sh->first_violation);
+	assert_true(sh->reads > 0);
+
+	by_e = calloc(total, sizeof(*by_e));
+	by_s = calloc(total, sizeof(*by_s));
+	pre_e = calloc(total, sizeof(*pre_e));
+	pre_s = calloc(total, sizeof(*pre_s));
+	tokens = calloc(total, sizeof(*tokens));
+	assert_true(by_e && by_s && pre_e && pre_s && tokens);
+	for (size_t i = 0; i < total; i++)
+		if (sh->ops[i].rc == FW_OK) {
+			by_e[ncommit] = by_s[ncommit] = &sh->ops[i];
+			ncommit++;
+		}
+	qsort(by_e, ncommit, sizeof(*by_e), by_end);
+	qsort(by_s, ncommit, sizeof(*by_s), by_start);
+	for (size_t i = 0; i < ncommit; i++) {
+		pre_e[i] = i && pre_e[i - 1] > by_e[i]->token ? pre_e[i - 1]
+		                                              : by_e[i]->token;
+		pre_s[i] = i && pre_s[i - 1] > by_s[i]->token ? pre_s[i - 1]
+		                                              : by_s[i]->token;
+		if (by_e[i]->token > best)
+			best = by_e[i]->token;
+		tokens[i] = by_e[i]->token;
+	}
+	/* Unique, even between commits that overlapped in time. */
+	qsort(tokens, ncommit, sizeof(*tokens), by_value);
+	for (size_t i = 1; i < ncommit; i++)
+		if (tokens[i] == tokens[i - 1])
+			fail_msg("token %llu committed twice",
+			         (unsigned long long)tokens[i]);
+	for (size_t i = 0; i < total; i++) {
+		const struct op *op = &sh->ops[i];
+
+		if (op->rc == FW_OK) {
+			uint64_t before = max_before(by_e, pre_e, ncommit,
+			                             op->start, 1);
+			if (before >= op->token)
+				fail_msg("token %llu committed after a commit "
+				         "of %llu had ended",
+				         (unsigned long long)op->token,
+				         (unsigned long long)before);
+		} else {
+			uint64_t seen = max_before(by_s, pre_s, ncommit,
+			                           op->end, 0);
+			nreject++;
+			if (seen < op->token)
+				fail_msg("token %llu rejected with no commit "
+				         ">= it under way",
+				         (unsigned long long)op->token);
+		}
+	}
+	assert_true(ncommit > 0 && nreject > 0);
+	assert_true(fwt_fence_token(FILE_NAME) == best);
+	got = fwt_slurp(FILE_NAME, NULL);
+	assert_non_null(got);
+	snprintf(want, sizeof(want), "tok=%llu ", (unsigned long long)best);
+	assert_true(strncmp(got, want, strlen(want)) == 0);
+	assert_int_equal(fwt_count_tmp("."), 0);
+	print_message("contention: %zu ops, %zu commits, %zu rejections, "
+	              "%lu reads, 0 violations\n", total, ncommit, nreject,
+	              sh->reads);
+	free(got);
+	free(by_e);
+	free(by_s);
+	free(pre_e);
+	free(pre_s);
+	free(tokens);
+	munmap(sh, sizeof(*sh) + total * sizeof(struct op));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(history_is_linearizable,
+		                                fwt_setup, fwt_teardown),
+	};
+	return cmocka_run_group_tests_name(getenv("FWT_EXPECT_CLASSIC")
+	                                   ? "contention (classic locks)"
+	                                   : "contention", tests, NULL, NULL);
+}
