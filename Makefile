@@ -41,11 +41,14 @@ SHARED  := $(B)/libfencedwrite.so.$(VERSION)
 BIN     := $(B)/fencedwrite
 
 TESTS   := test_token test_fence_record test_lock test_commit test_cli \
-           test_contention
+           test_contention test_faults
 # A suite named NAME@noofd runs again with OFD locks refused (tests/noofd.c),
 # so the classic-lock fallback and its in-process guard are tested too.
-SUITES  := $(TESTS) test_lock@noofd test_contention@noofd
-TEST_BIN := $(TESTS:%=$(B)/tests/%) $(B)/tests/noofd.so
+# NAME@faults runs under tests/faults.c, which fails chosen system calls.
+SUITES  := $(filter-out test_faults,$(TESTS)) test_faults@faults \
+           test_lock@noofd test_contention@noofd
+SHIMS   := $(B)/tests/noofd.so $(B)/tests/faults.so
+TEST_BIN := $(TESTS:%=$(B)/tests/%) $(SHIMS)
 CMOCKA_CFLAGS = $(shell pkg-config --cflags cmocka 2>/dev/null)
 CMOCKA_LIBS   = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
@@ -87,8 +90,8 @@ $(B)/tests/%: tests/%.c tests/helpers.c tests/helpers.h $(HEADERS) \
 	$(CC) $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -Isrc $(LDFLAGS) -o $@ $< \
 	    tests/helpers.c $(STATIC) $(CMOCKA_LIBS) $(LDLIBS_LIB)
 
-# The shim is built without sanitizers: it only forwards fcntl.
-$(B)/tests/noofd.so: tests/noofd.c | $(B)/tests
+# Shims are built without sanitizers: they only forward calls.
+$(B)/tests/%.so: tests/%.c | $(B)/tests
 	$(CC) -std=gnu11 $(WARN) -O2 -fPIC -shared -o $@ $< -ldl
 
 check-deps:

@@ -16,6 +16,9 @@ for suite in "$@"; do
 	*@noofd)
 		set -- env LD_PRELOAD="$(cd "$build" && pwd)/tests/noofd.so" \
 		    FWT_EXPECT_CLASSIC=1 "$build/tests/${suite%@noofd}" ;;
+	*@faults)
+		set -- env LD_PRELOAD="$(cd "$build" && pwd)/tests/faults.so" \
+		    "$build/tests/${suite%@faults}" ;;
 	*)
 		set -- "$build/tests/$suite" ;;
 	esac

@@ -1,0 +1,166 @@
+/*
+ * I/O failures at each durable step of a commit (run under faults.so):
+ * every failure leaves FILE old or new, whole; the fence never falls
+ * behind FILE; no temporary file stays; the message names call and path.
+ * And the durable order itself, read from the call trace.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+
+static void (*arm)(const char *call, int nth, int err);
+static const char *(*trace)(void);
+
+static int load_shim(void **state)
+{
+	(void)state;
+	arm = (void (*)(const char *, int, int))dlsym(RTLD_DEFAULT,
+	                                              "fwt_fault_arm");
+	trace = (const char *(*)(void))dlsym(RTLD_DEFAULT, "fwt_fault_trace");
+	if (!arm || !trace)
+		fail_msg("faults.so is not preloaded: run through make check");
+	return 0;
+}
+
+static int commit(uint64_t token, const char *data, struct fw_result *res)
+{
+	return fw_commit_buffer("f", token, data, strlen(data), NULL, res);
+}
+
+static void assert_content(const char *want)
+{
+	char *got = fwt_slurp("f", NULL);
+
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+/* The order that makes a crash at any point safe (see commit.c). */
+static void commit_syncs_content_then_fence_then_renames_then_syncs_dir(
+	void **state)
+{
+	struct fw_result res;
+
+	(void)state;
+	assert_int_equal(commit(1, "one", &res), FW_OK);
+	arm(NULL, 0, 0);
+	assert_int_equal(commit(2, "two", &res), FW_OK);
+	assert_string_equal(trace(), "fsync pwrite fdatasync renameat fsync");
+	arm(NULL, 0, 0);
+	assert_int_equal(commit(2, "two", &res), FW_STALE);
+	assert_string_equal(trace(), "fsync");   /* nothing written */
+}
+
+struct step {
+	const char *call;
+	int nth, err;
+	const char *message;   /* expected in the message */
+	const char *content;   /* FILE afterwards */
+	uint64_t fence;        /* at least this */
+};
+
+static void each_failing_step_leaves_a_consistent_state(void **state)
+{
+	static const struct step steps[] = {
+		{ "fsync", 1, EIO, "fsync(.f.fwtmp.", "old", 1 },
+		{ "fsync", 1, ENOSPC, "No space left", "old", 1 },
+		{ "fsync", 1, EDQUOT, "quota", "old", 1 },
+		{ "pwrite", 1, EIO, "write(f.fence)", "old", 1 },
+		{ "pwrite", 1, EROFS, "Read-only", "old", 1 },
+		{ "fdatasync", 1, EIO, "fdatasync(f.fence)", "old", 1 },
+		{ "renameat", 1, EIO, "rename(f)", "old", 2 },
+		{ "fsync", 2, EIO, "fsync directory(.)", "new", 2 },
+	};
+	struct fw_result res;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		const struct step *s = &steps[i];
+		uint64_t fence;
+
+		arm(NULL, 0, 0);
+		assert_int_equal(fw_init("f", 0, NULL, &res), FW_OK);
+		assert_int_equal(commit(1, "old", &res), FW_OK);
+		arm(s->call, s->nth, s->err);
+		assert_int_equal(commit(2, "new", &res), FW_SYSTEM);
+		assert_int_equal(res.sys_errno, s->err);
+		if (!strstr(res.message, s->message))
+			fail_msg("step %zu: message '%s'", i, res.message);
+		arm(NULL, 0, 0);
+		assert_content(s->content);
+		fence = fwt_fence_token("f");
+		assert_true(fence >= s->fence && fence <= 2);
+		assert_int_equal(fwt_count_tmp("."), 0);
+		/* a later valid write is not prevented by the failure */
+		assert_int_equal(commit(3, "later", &res), FW_OK);
+		assert_content("later");
+		assert_int_equal(unlink("f"), 0);
+		assert_int_equal(unlink("f.fence"), 0);
+	}
+}
+
+static void interrupted_sync_is_retried(void **state)
+{
+	struct fw_result res;
+
+	(void)state;
+	arm("fsync", 1, EINTR);
+	assert_int_equal(commit(1, "one", &res), FW_OK);
+	arm("fdatasync", 1, EINTR);
+	assert_int_equal(commit(2, "two", &res), FW_OK);
+	arm(NULL, 0, 0);
+	assert_content("two");
+	assert_true(fwt_fence_token("f") == 2);
+}
+
+/* A failed fence creation leaves no fence at all, never a broken one. */
+static void failed_fence_creation_leaves_no_fence(void **state)
+{
+	struct fw_result res;
+
+	(void)state;
+	arm("linkat", 1, EIO);
+	assert_int_equal(commit(1, "one", &res), FW_SYSTEM);
+	assert_non_null(strstr(res.message, "link(f.fence)"));
+	arm(NULL, 0, 0);
+	assert_null(fwt_slurp("f.fence", NULL));
+	assert_null(fwt_slurp("f", NULL));
+	assert_int_equal(fwt_count_tmp("."), 0);
+	assert_int_equal(commit(1, "one", &res), FW_OK);
+}
+
+/* Through the command: exit 5 and a message naming call and path. */
+static void command_exits_5_on_io_error(void **state)
+{
+	char *err;
+
+	(void)state;
+	assert_int_equal(fwt_run("old", NULL, NULL, "-t", "1", "f", NULL), 0);
+	setenv("FWT_FAULT", "fdatasync:1:5", 1);
+	assert_int_equal(fwt_run("new", NULL, &err, "-t", "2", "f", NULL), 5);
+	unsetenv("FWT_FAULT");
+	assert_string_equal(err, "fencedwrite: fdatasync(f.fence): "
+	                         "Input/output error\n");
+	free(err);
+	assert_content("old");
+	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, fwt_setup, fwt_teardown)
+		T(commit_syncs_content_then_fence_then_renames_then_syncs_dir),
+		T(each_failing_step_leaves_a_consistent_state),
+		T(interrupted_sync_is_retried),
+		T(failed_fence_creation_leaves_no_fence),
+		T(command_exits_5_on_io_error),
+	};
+	return cmocka_run_group_tests_name("faults", tests, load_shim, NULL);
+}
