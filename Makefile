@@ -54,7 +54,8 @@ CMOCKA_LIBS   = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
 MANS := man/fencedwrite.1 man/libfencedwrite.3 man/fencedwrite-fence.5
 
-.PHONY: all check check-deps check-asan demo install uninstall clean lint-man
+.PHONY: all all-tests check check-deps check-asan check-valgrind demo install \
+        uninstall clean lint-man
 
 all: $(BIN) $(STATIC) $(SHARED) $(B)/fencedwrite.pc
 
@@ -95,13 +96,14 @@ $(B)/tests/%.so: tests/%.c | $(B)/tests
 	$(CC) -std=gnu11 $(WARN) -O2 -fPIC -shared -o $@ $< -ldl
 
 check-deps:
-	@scripts/ensure-deps.sh cmocka
+	@scripts/ensure-deps.sh cmocka mandoc
 
 # Each suite runs in its own fresh temporary directory; the command tests
 # find the binary through FW_BIN.
 check: check-deps
 	@$(MAKE) --no-print-directory all-tests
 	@scripts/run-tests.sh $(B) $(SUITES)
+	@$(MAKE) --no-print-directory lint-man
 	@$(MAKE) --no-print-directory check-asan
 
 all-tests: all $(TEST_BIN)
@@ -116,7 +118,18 @@ demo: $(BIN)
 	@scripts/demo.sh $(BIN)
 
 lint-man:
-	mandoc -T lint -W warning $(MANS)
+	@mandoc -T lint -W warning $(MANS)
+
+# The command tests under valgrind memcheck, in a build of their own with
+# DWARF 4 debug info (valgrind 3.19 cannot read clang's default DWARF 5).
+VG_B := build-valgrind
+check-valgrind: check-deps
+	@$(MAKE) --no-print-directory B=$(VG_B) CFLAGS="-O1 -g -gdwarf-4" all-tests
+	@printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite "%s" "$$@"\n' \
+	    "$$(pwd)/$(VG_B)/fencedwrite" > $(VG_B)/fencedwrite-valgrind
+	@chmod +x $(VG_B)/fencedwrite-valgrind
+	@FW_BIN=$$(pwd)/$(VG_B)/fencedwrite-valgrind FWT_UNDER_VALGRIND=1 \
+	    $(VG_B)/tests/test_cli
 
 # ---- install -------------------------------------------------------------
 
@@ -148,4 +161,4 @@ uninstall:
 	    $(DESTDIR)$(MANDIR)/man5/fencedwrite-fence.5
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-clang $(VG_B)

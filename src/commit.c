@@ -119,12 +119,17 @@ static int target_open(struct target *t, const char *path,
 	if (t->dirfd < 0)
 		return FW_SYSTEM;
 	if (!opts->fence_path) {
-		if (strlen(t->base) + strlen(FENCE_SUFFIX) > NAME_MAX) {
+		size_t blen = strlen(t->base), plen = strlen(path);
+
+		if (blen + sizeof(FENCE_SUFFIX) > sizeof(t->fbase) ||
+		    plen + sizeof(FENCE_SUFFIX) > sizeof(t->fshown)) {
 			target_close(t);
 			return fw_fail_sys(res, ENAMETOOLONG, "open", path);
 		}
-		snprintf(t->fbase, sizeof(t->fbase), "%s" FENCE_SUFFIX, t->base);
-		snprintf(t->fshown, sizeof(t->fshown), "%s" FENCE_SUFFIX, path);
+		memcpy(t->fbase, t->base, blen);
+		memcpy(t->fbase + blen, FENCE_SUFFIX, sizeof(FENCE_SUFFIX));
+		memcpy(t->fshown, path, plen);
+		memcpy(t->fshown + plen, FENCE_SUFFIX, sizeof(FENCE_SUFFIX));
 		t->fdirfd = t->dirfd;
 		return FW_OK;
 	}

@@ -44,15 +44,17 @@ off_t fw_record_offset(uint64_t seq)
 	return (off_t)(seq % 2) * FW_SLOT_SIZE;
 }
 
+/* Always exactly 20 characters, the shape the parser insists on. */
 static void format_time(int64_t t, char out[32])
 {
 	struct tm tm;
 	time_t tt = (time_t)t;
 
-	if (!gmtime_r(&tt, &tm) || tm.tm_year + 1900 > 9999 || tm.tm_year < 0)
-		memset(&tm, 0, sizeof(tm)), tm.tm_year = 70, tm.tm_mday = 1;
-	snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900,
-	         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	if (!gmtime_r(&tt, &tm) || tm.tm_year + 1900 > 9999 || tm.tm_year < 0) {
+		tt = 0;
+		gmtime_r(&tt, &tm);
+	}
+	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
 void fw_record_format(const struct fw_record *rec, char slot[FW_SLOT_SIZE])

@@ -296,7 +296,7 @@ static void help_and_version_document_every_option(void **state)
 		if (!strstr(out, opts[i]))
 			fail_msg("--help does not mention %s", opts[i]);
 	for (int code = 0; code <= 6; code++) {
-		char line[8];
+		char line[24];
 
 		snprintf(line, sizeof(line), "\n  %d  ", code);
 		assert_non_null(strstr(out, line));
@@ -333,6 +333,13 @@ static void sigterm_while_waiting_leaves_nothing_behind(void **state)
 	pid_t pid;
 
 	(void)state;
+	/* valgrind 3.19 keeps signals blocked during F_OFD_SETLKW, which it
+	   does not know blocks: the signal would wait for the lock. */
+	if (getenv("FWT_UNDER_VALGRIND")) {
+		print_message("skipped under valgrind: it defers signals "
+		              "during an OFD lock wait\n");
+		skip();
+	}
 	assert_int_equal(RUN("1\n", NULL, NULL, "-t", "1", "f"), 0);
 	fwt_lock_in_child("f.fence", 0, &h);
 	pid = fwt_spawn("2\n", argv);
