@@ -57,7 +57,7 @@ MANS := man/fencedwrite.1 man/libfencedwrite.3 man/fencedwrite-fence.5
 .PHONY: all all-tests check check-deps check-asan check-valgrind demo install \
         uninstall clean lint-man
 
-all: $(BIN) $(STATIC) $(SHARED) $(B)/fencedwrite.pc
+all: $(BIN) $(STATIC) $(SHARED)
 
 $(B)/obj/%.o: src/%.c $(HEADERS) | $(B)/obj
 	$(CC) $(ALL_CFLAGS) -fPIC -c -o $@ $<
@@ -79,10 +79,9 @@ $(SHARED): $(LIB_OBJ)
 $(BIN): src/cli.c src/fencedwrite.h $(STATIC)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ src/cli.c $(STATIC) $(LDLIBS_LIB)
 
-$(B)/fencedwrite.pc: fencedwrite.pc.in Makefile
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
-	    $< > $@
+# Written at install time, so it names the PREFIX actually installed to.
+PC_SED := -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+          -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|'
 
 # ---- tests ---------------------------------------------------------------
 
@@ -104,6 +103,7 @@ check: check-deps
 	@$(MAKE) --no-print-directory all-tests
 	@scripts/run-tests.sh $(B) $(SUITES)
 	@$(MAKE) --no-print-directory lint-man
+	@scripts/test-install.sh
 	@$(MAKE) --no-print-directory check-asan
 
 all-tests: all $(TEST_BIN)
@@ -144,7 +144,8 @@ install: all
 	ln -sf libfencedwrite.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libfencedwrite.so
 	install -m 644 src/fencedwrite.h $(DESTDIR)$(INCLUDEDIR)/fencedwrite.h
-	install -m 644 $(B)/fencedwrite.pc $(DESTDIR)$(PKGCONFIGDIR)/
+	sed $(PC_SED) fencedwrite.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/fencedwrite.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/fencedwrite.pc
 	install -m 644 man/fencedwrite.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/libfencedwrite.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 644 man/fencedwrite-fence.5 $(DESTDIR)$(MANDIR)/man5/

@@ -1,0 +1,50 @@
+#!/bin/sh
+# Install into a temporary DESTDIR, build and run a C program against the
+# staged shared library through pkg-config, then uninstall and check that
+# nothing is left.  Prints one summary line; exits non-zero on failure.
+# usage: scripts/test-install.sh        (from the top of the tree)
+set -eu
+
+stage=$(mktemp -d "${TMPDIR:-/tmp}/fwinstall.XXXXXX")
+trap 'rm -rf "$stage"' EXIT
+prefix=/opt/fw
+fail() { echo "install: $*" >&2; echo "install: 0 passed, 1 failed"; exit 1; }
+
+make -s install DESTDIR="$stage" PREFIX="$prefix" >/dev/null
+root=$stage$prefix
+for f in bin/fencedwrite lib/libfencedwrite.a lib/libfencedwrite.so.1 \
+         lib/libfencedwrite.so include/fencedwrite.h \
+         lib/pkgconfig/fencedwrite.pc share/man/man1/fencedwrite.1 \
+         share/man/man3/libfencedwrite.3 share/man/man5/fencedwrite-fence.5; do
+	[ -e "$root/$f" ] || fail "missing $prefix/$f"
+done
+soname=$(readelf -d "$root/lib/libfencedwrite.so.1" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+[ "$soname" = libfencedwrite.so.1 ] || fail "soname is '$soname'"
+
+cat > "$stage/use.c" <<'C'
+#include <fencedwrite.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+	struct fw_result res;
+	uint64_t t;
+
+	if (argc != 4 || fw_parse_token(argv[2], &t) != FW_OK)
+		return 2;
+	return fw_commit_buffer(argv[1], t, argv[3], 5, NULL, &res);
+}
+C
+flags=$(PKG_CONFIG_PATH=$root/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$stage \
+        pkg-config --cflags --libs fencedwrite)
+# shellcheck disable=SC2086 # the flags are words
+${CC:-cc} -o "$stage/use" "$stage/use.c" $flags
+LD_LIBRARY_PATH=$root/lib "$stage/use" "$stage/data" 5 hello || fail "commit through the shared library"
+[ "$(cat "$stage/data")" = hello ] || fail "content"
+if LD_LIBRARY_PATH=$root/lib "$stage/use" "$stage/data" 4 stale; then fail "stale token accepted"; fi
+[ "$("$root/bin/fencedwrite" --show "$stage/data")" = 5 ] || fail "installed command"
+
+
+make -s uninstall DESTDIR="$stage" PREFIX="$prefix" >/dev/null
+left=$(find "$root" -type f -o -type l)
+[ -z "$left" ] || fail "uninstall left: $left"
+echo "install: 1 passed, 0 failed"
