@@ -267,6 +267,26 @@ static void replaced_file_keeps_mode_new_file_gets_umask(void **state)
 	umask(old);
 }
 
+/* Where the process may (root may), the owner and group carry over too. */
+static void replaced_file_keeps_owner_and_group_where_permitted(void **state)
+{
+	struct fw_result res;
+	struct stat st;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(commit("o", 1, "one\n", &res), FW_OK);
+	assert_int_equal(chown("o", 65534, 65534), 0);
+	assert_int_equal(chmod("o", 02640), 0);
+	assert_int_equal(commit("o", 2, "two\n", &res), FW_OK);
+	assert_int_equal(stat("o", &st), 0);
+	assert_int_equal(st.st_uid, 65534);
+	assert_int_equal(st.st_gid, 65534);
+	/* after the chown, which would have cleared the set-group-ID bit */
+	assert_int_equal(st.st_mode & 07777, 02640);
+}
+
 static void delete_removes_file_and_keeps_fence(void **state)
 {
 	struct fw_result res;
@@ -445,6 +465,7 @@ int main(void)
 		T(symlinks_are_never_followed),
 		T(non_regular_file_fails_closed),
 		T(replaced_file_keeps_mode_new_file_gets_umask),
+		T(replaced_file_keeps_owner_and_group_where_permitted),
 		T(delete_removes_file_and_keeps_fence),
 		T(check_answers_without_changing_anything),
 		T(show_without_fence_fails_closed),
