@@ -370,6 +370,69 @@ static int advance_fence(const struct target *t, const struct fw_lock *lk,
 	return FW_OK;
 }
 
+/*
+ * Steps 2 to 6, shared by commit and delete: lock and read the fence, check
+ * TOKEN, advance the fence durably, then rename TMP over FILE (or, with TMP
+ * NULL, unlink FILE) and sync the directory, and unlock.  TMP is emptied
+ * once renamed, so nobody unlinks that name again.
+ */
+static int fenced_change(const struct target *t, uint64_t token, char *tmp,
+                         const struct fw_opts *opts, struct fw_result *res)
+{
+	struct fw_record cur;
+	struct fw_lock lk;
+	int rc;
+
+	rc = fence_lock(t, 1, ABSENT_CREATES, fw_deadline(opts->timeout_ms),
+	                opts, &lk, &cur, res);
+	if (rc != FW_OK)
+		return rc;
+	if (!accepts(opts, token, cur.token)) {
+		rc = stale(t, token, cur.token, res);
+		goto unlock;
+	}
+	if (fw_cancelled(opts)) {
+		rc = fw_fail_sys(res, EINTR, tmp ? "commit" : "delete", t->path);
+		goto unlock;
+	}
+	/* From here on the change is finished, not abandoned. */
+	rc = advance_fence(t, &lk, &cur, token, tmp ? "commit" : "delete", res);
+	if (rc != FW_OK)
+		goto unlock;
+	if (tmp) {
+		if (renameat(t->dirfd, tmp, t->dirfd, t->base) < 0) {
+			rc = fw_fail_sys(res, errno, "rename", t->path);
+			goto unlock;
+		}
+		tmp[0] = '\0';
+	} else if (unlinkat(t->dirfd, t->base, 0) < 0 && errno != ENOENT) {
+		rc = fw_fail_sys(res, errno, "unlink", t->path);
+		goto unlock;
+	}
+	if (fw_fsync(t->dirfd) < 0) {
+		rc = fw_fail_sys(res, errno, "fsync directory", t->dirshown);
+		goto unlock;
+	}
+	rc = fw_ok(res);
+unlock:
+	fw_lock_release(&lk);
+	return rc;
+}
+
+/* What every entry point does first: defaults, a clean result, FILE's
+   directory and fence located. */
+static int start(struct target *t, const char *path,
+                 const struct fw_opts **opts, struct fw_result *res)
+{
+	if (!*opts)
+		*opts = &default_opts;
+	if (res) {
+		res->fence_read = 0;
+		res->sys_errno = 0;
+	}
+	return target_open(t, path, *opts, res);
+}
+
 /* ---- the streaming transaction --------------------------------------- */
 
 struct fw_txn {
@@ -476,60 +539,19 @@ void fw_txn_abort(struct fw_txn *txn)
 
 int fw_txn_commit(struct fw_txn *txn, uint64_t token, struct fw_result *res)
 {
-	const struct target *t = &txn->t;
-	struct fw_record cur;
-	struct fw_lock lk;
 	int rc;
 
 	if (res)
 		res->fence_read = 0, res->sys_errno = 0;
-	if (token == 0) {
+	if (token == 0)
 		rc = fw_fail(res, FW_USAGE, "token 0 is never accepted");
-		goto out;
-	}
 	/* 1. The content is durable before the fence can name it. */
-	if (fw_fsync(txn->fd) < 0) {
+	else if (fw_fsync(txn->fd) < 0)
 		rc = fw_fail_sys(res, errno, "fsync", txn->tmp);
-		goto out;
-	}
-	if (fw_cancelled(&txn->opts)) {
-		rc = fw_fail_sys(res, EINTR, "commit", t->path);
-		goto out;
-	}
-	/* 2. */
-	rc = fence_lock(t, 1, ABSENT_CREATES,
-	                fw_deadline(txn->opts.timeout_ms), &txn->opts, &lk,
-	                &cur, res);
-	if (rc != FW_OK)
-		goto out;
-	/* 3. */
-	if (!accepts(&txn->opts, token, cur.token)) {
-		rc = stale(t, token, cur.token, res);
-		goto unlock;
-	}
-	if (fw_cancelled(&txn->opts)) {
-		rc = fw_fail_sys(res, EINTR, "commit", t->path);
-		goto unlock;
-	}
-	/* 4. From here on the commit is finished, not abandoned. */
-	rc = advance_fence(t, &lk, &cur, token, "commit", res);
-	if (rc != FW_OK)
-		goto unlock;
-	/* 5. */
-	if (renameat(t->dirfd, txn->tmp, t->dirfd, t->base) < 0) {
-		rc = fw_fail_sys(res, errno, "rename", t->path);
-		goto unlock;
-	}
-	txn->tmp[0] = '\0';
-	if (fw_fsync(t->dirfd) < 0) {
-		rc = fw_fail_sys(res, errno, "fsync directory", t->dirshown);
-		goto unlock;
-	}
-	rc = fw_ok(res);
-unlock:
-	/* 6. */
-	fw_lock_release(&lk);
-out:
+	else if (fw_cancelled(&txn->opts))
+		rc = fw_fail_sys(res, EINTR, "commit", txn->t.path);
+	else
+		rc = fenced_change(&txn->t, token, txn->tmp, &txn->opts, res);
 	txn_free(txn);
 	return rc;
 }
@@ -560,46 +582,17 @@ int fw_delete(const char *path, uint64_t token, const struct fw_opts *opts,
               struct fw_result *res)
 {
 	struct target t;
-	struct fw_record cur;
-	struct fw_lock lk;
 	struct stat st;
 	int rc;
 
-	if (!opts)
-		opts = &default_opts;
-	if (res)
-		res->fence_read = 0, res->sys_errno = 0;
 	if (token == 0)
 		return fw_fail(res, FW_USAGE, "token 0 is never accepted");
-	rc = target_open(&t, path, opts, res);
+	rc = start(&t, path, &opts, res);
 	if (rc != FW_OK)
 		return rc;
 	rc = file_state(&t, &st, res);
-	if (rc != 0 && rc != 1)
-		goto out;
-	rc = fence_lock(&t, 1, ABSENT_CREATES, fw_deadline(opts->timeout_ms),
-	                opts, &lk, &cur, res);
-	if (rc != FW_OK)
-		goto out;
-	if (!accepts(opts, token, cur.token)) {
-		rc = stale(&t, token, cur.token, res);
-		goto unlock;
-	}
-	rc = advance_fence(&t, &lk, &cur, token, "delete", res);
-	if (rc != FW_OK)
-		goto unlock;
-	if (unlinkat(t.dirfd, t.base, 0) < 0 && errno != ENOENT) {
-		rc = fw_fail_sys(res, errno, "unlink", t.path);
-		goto unlock;
-	}
-	if (fw_fsync(t.dirfd) < 0) {
-		rc = fw_fail_sys(res, errno, "fsync directory", t.dirshown);
-		goto unlock;
-	}
-	rc = fw_ok(res);
-unlock:
-	fw_lock_release(&lk);
-out:
+	if (rc == 0 || rc == 1)
+		rc = fenced_change(&t, token, NULL, opts, res);
 	target_close(&t);
 	return rc;
 }
@@ -612,13 +605,9 @@ int fw_check(const char *path, uint64_t token, const struct fw_opts *opts,
 	struct fw_lock lk;
 	int rc;
 
-	if (!opts)
-		opts = &default_opts;
-	if (res)
-		res->fence_read = 0, res->sys_errno = 0;
 	if (token == 0)
 		return fw_fail(res, FW_USAGE, "token 0 is never accepted");
-	rc = target_open(&t, path, opts, res);
+	rc = start(&t, path, &opts, res);
 	if (rc != FW_OK)
 		return rc;
 	rc = fence_lock(&t, 0, ABSENT_REPORTS, fw_deadline(opts->timeout_ms),
@@ -644,11 +633,7 @@ int fw_show(const char *path, const struct fw_opts *opts,
 	struct fw_lock lk;
 	int rc;
 
-	if (!opts)
-		opts = &default_opts;
-	if (res)
-		res->fence_read = 0, res->sys_errno = 0;
-	rc = target_open(&t, path, opts, res);
+	rc = start(&t, path, &opts, res);
 	if (rc != FW_OK)
 		return rc;
 	rc = fence_lock(&t, 0, ABSENT_FAILS, fw_deadline(opts->timeout_ms),
@@ -674,11 +659,7 @@ int fw_init(const char *path, uint64_t token, const struct fw_opts *opts,
 	struct stat st;
 	int rc;
 
-	if (!opts)
-		opts = &default_opts;
-	if (res)
-		res->fence_read = 0, res->sys_errno = 0;
-	rc = target_open(&t, path, opts, res);
+	rc = start(&t, path, &opts, res);
 	if (rc != FW_OK)
 		return rc;
 	rc = file_state(&t, &st, res);
@@ -712,9 +693,7 @@ int fw_clean(const char *path, const struct fw_opts *opts, unsigned *removed,
 	unsigned n = 0;
 	int rc;
 
-	if (!opts)
-		opts = &default_opts;
-	rc = target_open(&t, path, opts, res);
+	rc = start(&t, path, &opts, res);
 	if (rc != FW_OK)
 		return rc;
 	rc = fw_tmp_clean(t.dirfd, t.base, t.dirshown, &n, res);

@@ -83,6 +83,16 @@ void fwt_spit(const char *path, const char *data)
 	assert_int_equal(fclose(f), 0);
 }
 
+void fwt_assert_content(const char *path, const char *want)
+{
+	char *got = fwt_slurp(path, NULL);
+
+	if (!got)
+		fail_msg("%s does not exist", path);
+	assert_string_equal(got, want);
+	free(got);
+}
+
 uint64_t fwt_fence_token(const char *path)
 {
 	struct fw_fence_info info;

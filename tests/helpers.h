@@ -21,6 +21,8 @@ int fwt_teardown(void **state);
 /* Whole file, NUL-terminated, malloc'ed; NULL if it does not exist. */
 char *fwt_slurp(const char *path, size_t *len);
 void fwt_spit(const char *path, const char *data);
+/* PATH exists and holds exactly WANT. */
+void fwt_assert_content(const char *path, const char *want);
 /* The fence's token through the library; fails the test if unreadable. */
 uint64_t fwt_fence_token(const char *path);
 /* Entries of DIR whose names mark them as fencedwrite temporary files. */

@@ -13,15 +13,6 @@
 
 #define RUN(in, out, err, ...) fwt_run(in, out, err, __VA_ARGS__, (char *)NULL)
 
-static void assert_content(const char *path, const char *want)
-{
-	char *got = fwt_slurp(path, NULL);
-
-	if (!got)
-		fail_msg("%s does not exist", path);
-	assert_string_equal(got, want);
-	free(got);
-}
 
 /* One line on stderr, prefixed with the program's name. */
 static void assert_one_message(const char *err, const char *needle)
@@ -39,7 +30,7 @@ static void exit_0_commits_stdin(void **state)
 	assert_int_equal(RUN("hello\n", &out, &err, "-t", "1", "f"), 0);
 	assert_string_equal(out, "");
 	assert_string_equal(err, "");
-	assert_content("f", "hello\n");
+	fwt_assert_content("f", "hello\n");
 	assert_true(fwt_fence_token("f") == 1);
 	free(out);
 	free(err);
@@ -62,7 +53,7 @@ static void exit_1_stale_token_names_file_token_and_fence(void **state)
 	free(err);
 	assert_int_equal(RUN("eq\n", NULL, NULL, "--allow-equal", "-t", "8",
 	                     "r"), 0);
-	assert_content("r", "eq\n");
+	fwt_assert_content("r", "eq\n");
 	assert_true(fwt_fence_token("r") == 8);
 	assert_int_equal(fwt_count_tmp("."), 0);
 }
@@ -135,7 +126,7 @@ static void exit_3_unfenced_corrupt_or_link(void **state)
 	assert_int_equal(RUN("new\n", NULL, &err, "-t", "5", "link"), 3);
 	assert_one_message(err, "symbolic link");
 	free(err);
-	assert_content("legacy", "old\n");
+	fwt_assert_content("legacy", "old\n");
 	assert_int_equal(fwt_count_tmp("."), 0);
 }
 
@@ -158,7 +149,7 @@ static void exit_4_lock_not_acquired(void **state)
 	assert_string_equal(err, "");
 	free(err);
 	fwt_unlock(&h);
-	assert_content("f", "1\n");
+	fwt_assert_content("f", "1\n");
 	assert_int_equal(fwt_count_tmp("."), 0);
 	assert_int_equal(RUN("2\n", NULL, NULL, "-w", "1", "-t", "2", "f"), 0);
 }
@@ -196,7 +187,7 @@ static void exit_6_cmd_fails_or_is_killed(void **state)
 	(void)state;
 	assert_int_equal(RUN(NULL, NULL, NULL, "-t", "1", "f", "--", "sh", "-c",
 	                     "echo from cmd"), 0);
-	assert_content("f", "from cmd\n");
+	fwt_assert_content("f", "from cmd\n");
 	assert_int_equal(RUN(NULL, NULL, &err, "-t", "2", "f", "--", "sh", "-c",
 	                     "echo partial; exit 3"), 6);
 	assert_one_message(err, "sh exited with status 3");
@@ -212,7 +203,7 @@ static void exit_6_cmd_fails_or_is_killed(void **state)
 	/* CMD's own options are not ours */
 	assert_int_equal(RUN(NULL, NULL, NULL, "-t", "3", "f", "--", "printf",
 	                     "-t %s", "x"), 0);
-	assert_content("f", "-t x");
+	fwt_assert_content("f", "-t x");
 	assert_true(fwt_fence_token("f") == 3);
 	assert_int_equal(fwt_count_tmp("."), 0);
 }
@@ -250,7 +241,7 @@ static void delete_check_show_init_clean(void **state)
 	assert_non_null(strstr(out, "\"host\":"));
 	free(out);
 	assert_int_equal(RUN(NULL, NULL, NULL, "--delete", "-t", "10", "f"), 1);
-	assert_content("f", "v\n");
+	fwt_assert_content("f", "v\n");
 	assert_int_equal(RUN(NULL, NULL, NULL, "--delete", "-t", "12", "f"), 0);
 	assert_null(fwt_slurp("f", NULL));
 	assert_int_equal(RUN(NULL, &out, NULL, "--show", "f"), 0);
@@ -349,7 +340,7 @@ static void sigterm_while_waiting_leaves_nothing_behind(void **state)
 	assert_int_equal(fwt_wait(pid), 128 + SIGTERM);
 	fwt_unlock(&h);
 	assert_int_equal(fwt_count_tmp("."), 0);
-	assert_content("f", "1\n");
+	fwt_assert_content("f", "1\n");
 	assert_true(fwt_fence_token("f") == 1);
 }
 

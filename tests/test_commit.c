@@ -18,15 +18,6 @@ static int commit(const char *path, uint64_t token, const char *data,
 	return fw_commit_buffer(path, token, data, strlen(data), NULL, res);
 }
 
-static void assert_content(const char *path, const char *want)
-{
-	char *got = fwt_slurp(path, NULL);
-
-	if (!got)
-		fail_msg("%s does not exist", path);
-	assert_string_equal(got, want);
-	free(got);
-}
 
 /* The seed's story: A holds token 7 and is paused mid-write; its lease
    expires, B gets 8 and commits; A wakes and must be turned away. */
@@ -48,7 +39,7 @@ static void paused_holder_with_older_token_is_rejected(void **state)
 	assert_non_null(strstr(res.message, "stale token 7"));
 	assert_non_null(strstr(res.message, "report.txt"));
 	assert_non_null(strstr(res.message, "holds 8"));
-	assert_content("report.txt", "B's report\n");
+	fwt_assert_content("report.txt", "B's report\n");
 	assert_true(fwt_fence_token("report.txt") == 8);
 	assert_int_equal(fwt_count_tmp("."), 0);
 }
@@ -60,7 +51,7 @@ static void first_commit_creates_fence_and_file(void **state)
 
 	(void)state;
 	assert_int_equal(commit("new.txt", 3, "hello\n", &res), FW_OK);
-	assert_content("new.txt", "hello\n");
+	fwt_assert_content("new.txt", "hello\n");
 	assert_int_equal(fw_show("new.txt", NULL, &info, &res), FW_OK);
 	assert_true(info.token == 3 && info.seq == 1);
 	assert_string_equal(info.op, "commit");
@@ -87,14 +78,14 @@ static void stale_and_equal_tokens_leave_file_and_fence_unchanged(void **state)
 	fence_after = fwt_slurp("f.fence", NULL);
 	assert_string_equal(fence_before, fence_after);
 	assert_true(before.st_ino == after.st_ino);
-	assert_content("f", "ten\n");
+	fwt_assert_content("f", "ten\n");
 	assert_int_equal(fwt_count_tmp("."), 0);
 	/* The caller may opt in to equal tokens. */
 	fw_opts_init(&opts);
 	opts.flags = FW_ALLOW_EQUAL;
 	assert_int_equal(fw_commit_buffer("f", 10, "ten again\n", 10, &opts,
 	                                  &res), FW_OK);
-	assert_content("f", "ten again\n");
+	fwt_assert_content("f", "ten again\n");
 	assert_int_equal(fw_commit_buffer("f", 9, "x", 1, &opts, &res),
 	                 FW_STALE);
 	free(fence_before);
@@ -123,7 +114,7 @@ static void existing_unfenced_file_fails_closed_until_adopted(void **state)
 	assert_non_null(strstr(res.message, "not fenced"));
 	assert_non_null(strstr(res.message, "--init"));
 	assert_null(fwt_slurp("legacy.fence", NULL));
-	assert_content("legacy", "old\n");
+	fwt_assert_content("legacy", "old\n");
 	assert_int_equal(fwt_count_tmp("."), 0);
 	/* Deleting a fence does not reopen the door either. */
 	assert_int_equal(fw_init("legacy", 50, NULL, &res), FW_OK);
@@ -133,7 +124,7 @@ static void existing_unfenced_file_fails_closed_until_adopted(void **state)
 	assert_int_equal(unlink("legacy.fence"), 0);
 	assert_int_equal(commit("legacy", 52, "newer\n", &res), FW_UNSAFE);
 	assert_int_equal(fw_delete("legacy", 52, NULL, &res), FW_UNSAFE);
-	assert_content("legacy", "new\n");
+	fwt_assert_content("legacy", "new\n");
 }
 
 static void init_never_replaces_a_fence(void **state)
@@ -166,7 +157,7 @@ static void corrupt_or_truncated_fence_fails_closed(void **state)
 		assert_non_null(strstr(res.message, "c.fence is corrupt"));
 		assert_int_equal(fw_delete("c", 99, NULL, &res), FW_UNSAFE);
 		assert_int_equal(fw_check("c", 99, NULL, &res), FW_UNSAFE);
-		assert_content("c", "kept\n");
+		fwt_assert_content("c", "kept\n");
 		fence = fwt_slurp("c.fence", NULL);
 		assert_string_equal(fence, bad[i]);
 		free(fence);
@@ -213,7 +204,7 @@ static void symlinks_are_never_followed(void **state)
 	assert_int_equal(commit("out", 9, "evil\n", &res), FW_UNSAFE);
 	assert_non_null(strstr(res.message, "symbolic link"));
 	assert_int_equal(fw_delete("out", 9, NULL, &res), FW_UNSAFE);
-	assert_content("victim", "precious\n");
+	fwt_assert_content("victim", "precious\n");
 	/* also when out is fenced: the link is neither followed nor replaced */
 	assert_int_equal(fw_init("out", 0, NULL, &res), FW_UNSAFE);
 	/* a fence that is a link to some other file */
@@ -222,7 +213,7 @@ static void symlinks_are_never_followed(void **state)
 	assert_int_equal(symlink("elsewhere.fence", "real.fence"), 0);
 	assert_int_equal(commit("real", 4, "four\n", &res), FW_UNSAFE);
 	assert_non_null(strstr(res.message, "symbolic link"));
-	assert_content("real", "three\n");
+	fwt_assert_content("real", "three\n");
 	target = fwt_slurp("elsewhere.fence", NULL);
 	assert_non_null(strstr(target, "token=3 "));
 	free(target);
@@ -294,7 +285,7 @@ static void delete_removes_file_and_keeps_fence(void **state)
 	(void)state;
 	assert_int_equal(commit("del", 4, "four\n", &res), FW_OK);
 	assert_int_equal(fw_delete("del", 4, NULL, &res), FW_STALE);
-	assert_content("del", "four\n");
+	fwt_assert_content("del", "four\n");
 	assert_int_equal(fw_delete("del", 5, NULL, &res), FW_OK);
 	assert_null(fwt_slurp("del", NULL));
 	assert_true(fwt_fence_token("del") == 5);
@@ -356,14 +347,14 @@ static void streaming_transaction_takes_chunks_fd_and_descriptor(void **state)
 	assert_null(fwt_slurp("s", NULL));   /* nothing visible before commit */
 	assert_int_equal(fwt_count_tmp("."), 1);
 	assert_int_equal(fw_txn_commit(txn, 1, &res), FW_OK);
-	assert_content("s", "one two three");
+	fwt_assert_content("s", "one two three");
 	assert_int_equal(fwt_count_tmp("."), 0);
 	/* abort leaves nothing */
 	assert_int_equal(fw_txn_begin(&txn, "s", NULL, &res), FW_OK);
 	assert_int_equal(fw_txn_write(txn, "junk", 4, &res), FW_OK);
 	fw_txn_abort(txn);
 	fw_txn_abort(NULL);
-	assert_content("s", "one two three");
+	fwt_assert_content("s", "one two three");
 	assert_int_equal(fwt_count_tmp("."), 0);
 	/* a read error is reported with the name given */
 	assert_int_equal(fw_txn_begin(&txn, "s", NULL, &res), FW_OK);
@@ -394,7 +385,7 @@ static void fence_may_live_elsewhere(void **state)
 	opts.fence_path = "data";
 	assert_int_equal(fw_commit_buffer("data", 9, "9", 1, &opts, &res),
 	                 FW_USAGE);
-	assert_content("data", "2");
+	fwt_assert_content("data", "2");
 }
 
 static void missing_directory_is_a_system_error_naming_it(void **state)
@@ -440,7 +431,7 @@ static void clean_removes_only_dead_writers_leftovers(void **state)
 	/* the live writer is unharmed */
 	assert_int_equal(fw_txn_write(live, "two\n", 4, &res), FW_OK);
 	assert_int_equal(fw_txn_commit(live, 2, &res), FW_OK);
-	assert_content("w", "two\n");
+	fwt_assert_content("w", "two\n");
 	assert_int_equal(fwt_count_tmp("."), 0);
 	/* names that only look similar are not touched */
 	fwt_spit(".w.fwtmp.notours", "keep");

@@ -32,14 +32,6 @@ static int commit(uint64_t token, const char *data, struct fw_result *res)
 	return fw_commit_buffer("f", token, data, strlen(data), NULL, res);
 }
 
-static void assert_content(const char *want)
-{
-	char *got = fwt_slurp("f", NULL);
-
-	assert_non_null(got);
-	assert_string_equal(got, want);
-	free(got);
-}
 
 /* The order that makes a crash at any point safe (see commit.c). */
 static void commit_syncs_content_then_fence_then_renames_then_syncs_dir(
@@ -93,13 +85,13 @@ static void each_failing_step_leaves_a_consistent_state(void **state)
 		if (!strstr(res.message, s->message))
 			fail_msg("step %zu: message '%s'", i, res.message);
 		arm(NULL, 0, 0);
-		assert_content(s->content);
+		fwt_assert_content("f", s->content);
 		fence = fwt_fence_token("f");
 		assert_true(fence >= s->fence && fence <= 2);
 		assert_int_equal(fwt_count_tmp("."), 0);
 		/* a later valid write is not prevented by the failure */
 		assert_int_equal(commit(3, "later", &res), FW_OK);
-		assert_content("later");
+		fwt_assert_content("f", "later");
 		assert_int_equal(unlink("f"), 0);
 		assert_int_equal(unlink("f.fence"), 0);
 	}
@@ -115,7 +107,7 @@ static void interrupted_sync_is_retried(void **state)
 	arm("fdatasync", 1, EINTR);
 	assert_int_equal(commit(2, "two", &res), FW_OK);
 	arm(NULL, 0, 0);
-	assert_content("two");
+	fwt_assert_content("f", "two");
 	assert_true(fwt_fence_token("f") == 2);
 }
 
@@ -148,7 +140,7 @@ static void command_exits_5_on_io_error(void **state)
 	assert_string_equal(err, "fencedwrite: fdatasync(f.fence): "
 	                         "Input/output error\n");
 	free(err);
-	assert_content("old");
+	fwt_assert_content("f", "old");
 	assert_int_equal(fwt_count_tmp("."), 0);
 }
 
