@@ -212,6 +212,9 @@ int fw_init(const char *path, uint64_t token, const struct fw_opts *opts,
  * temporary file whose writer is alive holds a lock that keeps it from
  * being removed, on this host or, where the filesystem's locks are shared,
  * on any host.  *removed (may be NULL) is set to the number removed.
+ * Run it from a process that is not itself writing PATH where only classic
+ * POSIX locks exist: its close() of a live writer's temporary file would
+ * drop that writer's lock in the same process.
  */
 int fw_clean(const char *path, const struct fw_opts *opts,
              unsigned *removed, struct fw_result *res);

@@ -253,31 +253,29 @@ static int wait_lock(int fd, short type, int64_t deadline,
 
 	for (;;) {
 		int rc = set_lock(fd, type, deadline < 0, ofd);
+		struct timespec ts;
+		int64_t left;
 
 		if (rc == 1)
 			return FW_OK;
 		if (rc < 0 && errno != EINTR)
 			return -1;
-		if (rc < 0 || fw_cancelled(opts)) {
-			if (fw_cancelled(opts)) {
-				errno = EINTR;
-				return -1;
-			}
-			continue;
+		if (fw_cancelled(opts)) {
+			errno = EINTR;
+			return -1;
 		}
-		if (deadline >= 0) {
-			int64_t left = deadline - fw_now_ns();
-			struct timespec ts;
-
-			if (left <= 0)
-				return FW_LOCKED;
-			if ((int64_t)sleep_us * 1000 > left)
-				sleep_us = (long)(left / 1000) + 1;
-			ts.tv_sec = sleep_us / 1000000;
-			ts.tv_nsec = (sleep_us % 1000000) * 1000;
-			nanosleep(&ts, NULL);
-			sleep_us = sleep_us * 2 > 20000 ? 20000 : sleep_us * 2;
-		}
+		if (rc < 0)
+			continue;   /* interrupted, not cancelled: wait on */
+		/* Busy, and we poll: only a timed wait gets here. */
+		left = deadline - fw_now_ns();
+		if (left <= 0)
+			return FW_LOCKED;
+		if ((int64_t)sleep_us * 1000 > left)
+			sleep_us = (long)(left / 1000) + 1;
+		ts.tv_sec = sleep_us / 1000000;
+		ts.tv_nsec = (sleep_us % 1000000) * 1000;
+		nanosleep(&ts, NULL);
+		sleep_us = sleep_us * 2 > 20000 ? 20000 : sleep_us * 2;
 	}
 }
 
