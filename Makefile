@@ -55,7 +55,7 @@ CMOCKA_LIBS   = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 MANS := man/fencedwrite.1 man/libfencedwrite.3 man/fencedwrite-fence.5
 
 .PHONY: all all-tests check check-deps check-asan check-valgrind demo install \
-        uninstall clean lint-man
+        uninstall clean lint lint-man
 
 all: $(BIN) $(STATIC) $(SHARED)
 
@@ -95,14 +95,14 @@ $(B)/tests/%.so: tests/%.c | $(B)/tests
 	$(CC) -std=gnu11 $(WARN) -O2 -fPIC -shared -o $@ $< -ldl
 
 check-deps:
-	@scripts/ensure-deps.sh cmocka mandoc
+	@scripts/ensure-deps.sh cmocka mandoc cppcheck clang-tidy shellcheck
 
 # Each suite runs in its own fresh temporary directory; the command tests
 # find the binary through FW_BIN.
 check: check-deps
 	@$(MAKE) --no-print-directory all-tests
 	@scripts/run-tests.sh $(B) $(SUITES)
-	@$(MAKE) --no-print-directory lint-man
+	@$(MAKE) --no-print-directory lint
 	@scripts/test-install.sh
 	@$(MAKE) --no-print-directory check-asan
 
@@ -119,6 +119,17 @@ demo: $(BIN)
 
 lint-man:
 	@mandoc -T lint -W warning $(MANS)
+
+# Zero findings from every checker; configuration in .clang-tidy and here.
+CPPCHECK_FLAGS := --enable=warning,style,performance,portability \
+                  --inline-suppr --error-exitcode=1 --std=c11 -q \
+                  -D_GNU_SOURCE -Isrc
+TIDY_FLAGS := -std=gnu11 -D_FILE_OFFSET_BITS=64 -Isrc
+lint: check-deps lint-man
+	@cppcheck $(CPPCHECK_FLAGS) src tests
+	@clang-tidy --quiet $(LIB_SRC) src/cli.c -- $(TIDY_FLAGS) 2>/dev/null
+	@shellcheck scripts/*.sh .ci/run
+	@echo "lint: 4 passed, 0 failed"
 
 # The command tests under valgrind memcheck, in a build of their own with
 # DWARF 4 debug info (valgrind 3.19 cannot read clang's default DWARF 5).

@@ -2,14 +2,16 @@
 # Make sure what the build or the tests need is installed.  As root, a
 # missing Debian package is installed with apt-get; otherwise the script
 # names the package and fails.
-# usage: scripts/ensure-deps.sh NEED...      (NEED: cmocka, mandoc)
+# usage: scripts/ensure-deps.sh NEED...
+#   NEED: cmocka, mandoc, cppcheck, clang-tidy, shellcheck, valgrind, clang
 set -eu
 
 have() {
 	case $1 in
 	cmocka) pkg-config --exists cmocka 2>/dev/null ||
 	        [ -f /usr/include/cmocka.h ] ;;
-	mandoc) command -v mandoc >/dev/null 2>&1 ;;
+	mandoc|cppcheck|clang-tidy|shellcheck|valgrind|clang)
+		command -v "$1" >/dev/null 2>&1 ;;
 	*) echo "ensure-deps: unknown need '$1'" >&2; exit 2 ;;
 	esac
 }
@@ -17,7 +19,8 @@ have() {
 package() {
 	case $1 in
 	cmocka) echo "libcmocka-dev pkg-config" ;;
-	mandoc) echo mandoc ;;
+	clang) echo clang ;;
+	*) echo "$1" ;;
 	esac
 }
 

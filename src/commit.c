@@ -66,19 +66,20 @@ static int split(const char *path, char *dir, size_t dirlen, char *base,
 	const char *name = slash ? slash + 1 : path;
 	size_t dlen = slash ? (size_t)(slash - path) : 1;
 
+	size_t nlen = strlen(name);
+
 	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
 		return fw_fail(res, FW_USAGE, "%s: not a file name", path);
-	if (strlen(name) > NAME_MAX)
-		return fw_fail_sys(res, ENAMETOOLONG, "open", path);
-	if (dlen + 1 > dirlen)
+	if (nlen > NAME_MAX || dlen + 1 > dirlen)
 		return fw_fail_sys(res, ENAMETOOLONG, "open", path);
 	if (!slash)
-		strcpy(dir, ".");
+		dir[0] = '.', dlen = 1;
 	else if (dlen == 0)
-		strcpy(dir, "/");
+		dir[0] = '/', dlen = 1;
 	else
-		memcpy(dir, path, dlen), dir[dlen] = '\0';
-	strcpy(base, name);
+		memcpy(dir, path, dlen);
+	dir[dlen] = '\0';
+	memcpy(base, name, nlen + 1);   /* base holds NAME_MAX + 1 */
 	return FW_OK;
 }
 
@@ -90,7 +91,7 @@ static int open_dir(const char *dir, struct fw_result *res)
 		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	while (fd < 0 && errno == EINTR);
 	if (fd < 0)
-		fw_fail_sys(res, errno, "open", dir);
+		fw_set_sys_result(res, errno, "open", dir);
 	return fd;
 }
 
@@ -109,9 +110,9 @@ static int target_open(struct target *t, const char *path,
 	int rc;
 
 	t->dirfd = t->fdirfd = -1;
+	t->path = path;
 	if (!path || !*path)
 		return fw_fail(res, FW_USAGE, "no file named");
-	t->path = path;
 	rc = split(path, t->dirshown, sizeof(t->dirshown), t->base, res);
 	if (rc != FW_OK)
 		return rc;

@@ -101,8 +101,8 @@ void fw_record_stamp(struct fw_record *rec, const char *op)
 		snprintf(host, sizeof(host), "unknown");
 	host[sizeof(host) - 1] = '\0';
 	/* The record is one line of space-separated fields: keep it so. */
-	for (i = 0; host[i] && i < sizeof(rec->host) - 1; i++)
-		rec->host[i] = is_host_char(host[i]) ? host[i] : '_';
+	for (i = 0; i < sizeof(rec->host) - 1 && host[i]; i++)
+		rec->host[i] = (char)(is_host_char(host[i]) ? host[i] : '_');
 	rec->host[i] = '\0';
 }
 
@@ -167,11 +167,20 @@ static int known_op(const char *op)
 	       !strcmp(op, "commit") || !strcmp(op, "delete");
 }
 
+/* N digits, already checked to be digits. */
+static int num(const char *p, int n)
+{
+	int v = 0;
+
+	while (n--)
+		v = v * 10 + (*p++ - '0');
+	return v;
+}
+
 static int timestamp(struct cursor *c, int64_t *out)
 {
 	static const char shape[] = "dddd-dd-ddTdd:dd:ddZ";
 	struct tm tm;
-	char buf[21];
 	time_t t;
 
 	if (c->end - c->p < 20)
@@ -182,12 +191,13 @@ static int timestamp(struct cursor *c, int64_t *out)
 		if (shape[i] == 'd' ? (ch < '0' || ch > '9') : ch != shape[i])
 			return -1;
 	}
-	memcpy(buf, c->p, 20);
-	buf[20] = '\0';
 	memset(&tm, 0, sizeof(tm));
-	if (sscanf(buf, "%4d-%2d-%2dT%2d:%2d:%2dZ", &tm.tm_year, &tm.tm_mon,
-	           &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
-		return -1;
+	tm.tm_year = num(c->p, 4);
+	tm.tm_mon = num(c->p + 5, 2);
+	tm.tm_mday = num(c->p + 8, 2);
+	tm.tm_hour = num(c->p + 11, 2);
+	tm.tm_min = num(c->p + 14, 2);
+	tm.tm_sec = num(c->p + 17, 2);
 	tm.tm_year -= 1900;
 	tm.tm_mon -= 1;
 	t = timegm(&tm);
@@ -264,13 +274,13 @@ int fw_record_parse(const char *image, size_t len, struct fw_record *rec,
 	const char *reason[2] = { "", "" };
 	int ok[2];
 
-	if (len != FW_FENCE_SIZE) {
+	if (len != (size_t)FW_FENCE_SIZE) {
 		snprintf(why, whylen, "size is %zu bytes, not %d", len,
 		         FW_FENCE_SIZE);
 		return -1;
 	}
 	for (int i = 0; i < 2; i++)
-		ok[i] = parse_slot(image + i * FW_SLOT_SIZE, i, &r[i],
+		ok[i] = parse_slot(image + (size_t)i * FW_SLOT_SIZE, i, &r[i],
 		                   &reason[i]) == 0;
 	if (!ok[0] && !ok[1]) {
 		snprintf(why, whylen, "no valid record (slot 0: %s; slot 1: %s)",

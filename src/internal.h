@@ -15,13 +15,21 @@
 
 /* ---- status.c: filling struct fw_result ------------------------------ */
 
-/* Record CODE with a formatted message; returns CODE. */
-FW_HIDDEN int fw_fail(struct fw_result *res, int code, const char *fmt, ...)
-	FW_PRINTF(3, 4);
-/* FW_SYSTEM naming the call, the path and strerror(ERR); returns FW_SYSTEM. */
-FW_HIDDEN int fw_fail_sys(struct fw_result *res, int err, const char *call,
-                          const char *path);
-FW_HIDDEN int fw_ok(struct fw_result *res);
+/*
+ * Record CODE with a formatted message and evaluate to CODE.  Macros, so
+ * that the value of a failure is visible where it is returned (a static
+ * analyser cannot see through a call into another file).
+ */
+FW_HIDDEN void fw_set_result(struct fw_result *res, int code,
+                             const char *fmt, ...) FW_PRINTF(3, 4);
+FW_HIDDEN void fw_set_sys_result(struct fw_result *res, int err,
+                                 const char *call, const char *path);
+#define fw_fail(res, code, ...) \
+	(fw_set_result((res), (code), __VA_ARGS__), (code))
+/* FW_SYSTEM naming the call, the path and strerror(ERR). */
+#define fw_fail_sys(res, err, call, path) \
+	(fw_set_sys_result((res), (err), (call), (path)), FW_SYSTEM)
+#define fw_ok(res) (fw_set_result((res), FW_OK, "%s", ""), FW_OK)
 
 /* True when a call that failed with EINTR must not be retried. */
 FW_HIDDEN int fw_cancelled(const struct fw_opts *opts);

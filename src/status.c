@@ -22,35 +22,29 @@ const char *fw_strerror(int code)
 	}
 }
 
-int fw_ok(struct fw_result *res)
+void fw_set_result(struct fw_result *res, int code, const char *fmt, ...)
 {
-	if (res) {
-		res->code = FW_OK;
+	va_list ap;
+
+	if (!res)
+		return;
+	res->code = code;
+	if (code == FW_OK)
 		res->sys_errno = 0;
-		res->message[0] = '\0';
-	}
-	return FW_OK;
+	va_start(ap, fmt);
+	/* clang-tidy 14 misreads the va_list when this function is inlined
+	   into fw_set_sys_result; it is started just above. */
+	vsnprintf(res->message, sizeof(res->message), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized) */
+	va_end(ap);
 }
 
-int fw_fail(struct fw_result *res, int code, const char *fmt, ...)
+void fw_set_sys_result(struct fw_result *res, int err, const char *call,
+                       const char *path)
 {
-	if (res) {
-		va_list ap;
-
-		res->code = code;
-		va_start(ap, fmt);
-		vsnprintf(res->message, sizeof(res->message), fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
-
-int fw_fail_sys(struct fw_result *res, int err, const char *call,
-                const char *path)
-{
-	if (res)
-		res->sys_errno = err;
-	return fw_fail(res, FW_SYSTEM, "%s(%s): %s", call, path, strerror(err));
+	if (!res)
+		return;
+	res->sys_errno = err;
+	fw_set_result(res, FW_SYSTEM, "%s(%s): %s", call, path, strerror(err));
 }
 
 int fw_cancelled(const struct fw_opts *opts)

@@ -133,9 +133,9 @@ static void command_exits_5_on_io_error(void **state)
 	char *err;
 
 	(void)state;
-	assert_int_equal(fwt_run("old", NULL, NULL, "-t", "1", "f", NULL), 0);
+	assert_int_equal(fwt_run("old", NULL, NULL, "-t", "1", "f", (char *)NULL), 0);
 	setenv("FWT_FAULT", "fdatasync:1:5", 1);
-	assert_int_equal(fwt_run("new", NULL, &err, "-t", "2", "f", NULL), 5);
+	assert_int_equal(fwt_run("new", NULL, &err, "-t", "2", "f", (char *)NULL), 5);
 	unsetenv("FWT_FAULT");
 	assert_string_equal(err, "fencedwrite: fdatasync(f.fence): "
 	                         "Input/output error\n");

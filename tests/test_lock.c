@@ -24,11 +24,12 @@ static void busy_fence_gives_locked_and_changes_nothing(void **state)
 {
 	struct fwt_holder h;
 	struct fw_result res;
-	char *content;
 
 	(void)state;
 	assert_int_equal(commit("f", 1, "one", -1, &res), FW_OK);
 	for (int classic = 0; classic <= 1; classic++) {
+		char *content;
+
 		fwt_lock_in_child("f.fence", classic, &h);
 		assert_int_equal(commit("f", 2, "two", 0, &res), FW_LOCKED);
 		assert_non_null(strstr(res.message, "locked"));
