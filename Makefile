@@ -55,7 +55,7 @@ CMOCKA_LIBS   = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 MANS := man/fencedwrite.1 man/libfencedwrite.3 man/fencedwrite-fence.5
 
 .PHONY: all all-tests check check-deps check-asan check-valgrind demo install \
-        uninstall clean lint lint-man
+        uninstall clean lint lint-man fuzz fuzz-build
 
 all: $(BIN) $(STATIC) $(SHARED)
 
@@ -76,8 +76,9 @@ $(SHARED): $(LIB_OBJ)
 	ln -sf $(SONAME) $(B)/libfencedwrite.so
 
 # The command links the static library: one file to copy to every host.
-$(BIN): src/cli.c src/fencedwrite.h $(STATIC)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ src/cli.c $(STATIC) $(LDLIBS_LIB)
+CLI_SRC := src/cli.c src/cli_options.c
+$(BIN): $(CLI_SRC) src/cli.h src/fencedwrite.h $(STATIC)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) $(STATIC) $(LDLIBS_LIB)
 
 # Written at install time, so it names the PREFIX actually installed to.
 PC_SED := -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
@@ -105,6 +106,7 @@ check: check-deps
 	@$(MAKE) --no-print-directory lint
 	@scripts/test-install.sh
 	@$(MAKE) --no-print-directory check-asan
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5
 
 all-tests: all $(TEST_BIN)
 
@@ -113,6 +115,27 @@ check-asan:
 	@ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0 \
 	    UBSAN_OPTIONS=print_stacktrace=1 \
 	    scripts/run-tests.sh build-asan $(SUITES)
+
+# ---- fuzzing (clang's libFuzzer) -----------------------------------------
+
+FUZZ_B       := build-fuzz
+FUZZERS      := fuzz_fence_record fuzz_token fuzz_cli_args
+FUZZ_SECONDS ?= 60
+FUZZ_CFLAGS  := -std=gnu11 -g -O1 -D_FILE_OFFSET_BITS=64 -pthread -Isrc \
+                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+
+$(FUZZ_B)/fuzz_cli_args: EXTRA_SRC := src/cli_options.c
+$(FUZZ_B)/%: tests/fuzz/%.c $(LIB_SRC) $(HEADERS) src/cli.h src/cli_options.c
+	@mkdir -p $(FUZZ_B)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(EXTRA_SRC)
+
+fuzz-build: check-deps
+	@scripts/ensure-deps.sh clang
+	@$(MAKE) --no-print-directory $(FUZZERS:%=$(FUZZ_B)/%)
+
+# make fuzz FUZZ_SECONDS=600 for a long run; make check runs 5 s each.
+fuzz: fuzz-build
+	@scripts/fuzz.sh $(FUZZ_B) $(FUZZ_SECONDS) $(FUZZERS)
 
 demo: $(BIN)
 	@scripts/demo.sh $(BIN)
@@ -127,7 +150,7 @@ CPPCHECK_FLAGS := --enable=warning,style,performance,portability \
 TIDY_FLAGS := -std=gnu11 -D_FILE_OFFSET_BITS=64 -Isrc
 lint: check-deps lint-man
 	@cppcheck $(CPPCHECK_FLAGS) src tests
-	@clang-tidy --quiet $(LIB_SRC) src/cli.c -- $(TIDY_FLAGS) 2>/dev/null
+	@clang-tidy --quiet $(LIB_SRC) $(CLI_SRC) -- $(TIDY_FLAGS) 2>/dev/null
 	@shellcheck scripts/*.sh .ci/run
 	@echo "lint: 4 passed, 0 failed"
 
@@ -173,4 +196,4 @@ uninstall:
 	    $(DESTDIR)$(MANDIR)/man5/fencedwrite-fence.5
 
 clean:
-	rm -rf build build-asan build-clang $(VG_B)
+	rm -rf build build-asan build-clang $(VG_B) $(FUZZ_B)

@@ -1,0 +1,33 @@
+/*
+ * cli.h - the command's options, parsed apart from running them so the
+ * parser can be tested and fuzzed on its own.
+ */
+#ifndef FW_CLI_H
+#define FW_CLI_H
+
+#include "fencedwrite.h"
+
+#define PROG "fencedwrite"
+
+enum action { WRITE, DELETE, CHECK, SHOW, INIT, CLEAN };
+
+struct cli {
+	enum action action;
+	int action_set;
+	const char *token_text;
+	uint64_t token;
+	int quiet, json;
+	const char *file;
+	char **cmd;                 /* NULL: content from standard input */
+	int stdin_closed;           /* set by the caller before parsing */
+	struct fw_opts opts;
+};
+
+/*
+ * Parse ARGV into C (which the caller has zeroed, with fw_opts_init done).
+ * FW_OK: run it.  FW_USAGE: the error has been printed.  -1: --help or
+ * --version was printed; exit 0.
+ */
+int fw_cli_parse(struct cli *c, int argc, char **argv);
+
+#endif

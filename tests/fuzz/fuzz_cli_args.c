@@ -1,0 +1,39 @@
+/*
+ * libFuzzer target: the command's option parser.  The input is split at
+ * NUL bytes into arguments.  Besides not crashing: a parse that succeeds
+ * names a FILE, and a token whenever the action needs one.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *buf = malloc(size + 1), *argv[34];
+	int argc = 0;
+	struct cli c;
+
+	if (!buf)
+		return 0;
+	memcpy(buf, data, size);
+	buf[size] = '\0';
+	argv[argc++] = (char *)"fencedwrite";
+	for (char *p = buf; p <= buf + size && argc < 33; p += strlen(p) + 1)
+		argv[argc++] = p;
+	argv[argc] = NULL;
+	memset(&c, 0, sizeof(c));
+	fw_opts_init(&c.opts);
+	if (fw_cli_parse(&c, argc, argv) == FW_OK) {
+		if (!c.file)
+			abort();
+		if ((c.action == WRITE || c.action == DELETE ||
+		     c.action == CHECK) && c.token == 0)
+			abort();
+	}
+	free(buf);
+	return 0;
+}
