@@ -41,11 +41,12 @@ SHARED  := $(B)/libfencedwrite.so.$(VERSION)
 BIN     := $(B)/fencedwrite
 
 TESTS   := test_token test_fence_record test_lock test_commit test_cli \
-           test_contention test_faults
+           test_contention test_faults test_crash
 # A suite named NAME@noofd runs again with OFD locks refused (tests/noofd.c),
 # so the classic-lock fallback and its in-process guard are tested too.
 # NAME@faults runs under tests/faults.c, which fails chosen system calls.
-SUITES  := $(filter-out test_faults,$(TESTS)) test_faults@faults \
+SUITES  := $(filter-out test_faults test_crash,$(TESTS)) \
+           test_faults@faults test_crash@faults \
            test_lock@noofd test_contention@noofd
 SHIMS   := $(B)/tests/noofd.so $(B)/tests/faults.so
 TEST_BIN := $(TESTS:%=$(B)/tests/%) $(SHIMS)
