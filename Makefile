@@ -41,7 +41,7 @@ SHARED  := $(B)/libfencedwrite.so.$(VERSION)
 BIN     := $(B)/fencedwrite
 
 TESTS   := test_token test_fence_record test_lock test_commit test_cli \
-           test_contention test_faults test_crash
+           test_contention test_faults test_crash test_hostile
 # A suite named NAME@noofd runs again with OFD locks refused (tests/noofd.c),
 # so the classic-lock fallback and its in-process guard are tested too.
 # NAME@faults runs under tests/faults.c, which fails chosen system calls.

@@ -104,6 +104,25 @@ static void target_close(struct target *t)
 	t->dirfd = t->fdirfd = -1;
 }
 
+/*
+ * A temporary file's path for messages: NAME in DIR, or, when NAME is
+ * empty (it could not be created), the pattern of names for BASE.
+ */
+static const char *tmp_shown(const char *dir, const char *base,
+                             const char *name, char *buf, size_t len)
+{
+	const char *sep = strcmp(dir, ".") ? "/" : "";
+
+	if (!strcmp(dir, "."))
+		dir = "";
+	if (name[0])
+		snprintf(buf, len, "%s%s%s", dir, sep, name);
+	else
+		snprintf(buf, len, "%s%s.%s" FW_TMP_MARK "XXXXXXXXXXXX", dir,
+		         sep, base);
+	return buf;
+}
+
 static int target_open(struct target *t, const char *path,
                        const struct fw_opts *opts, struct fw_result *res)
 {
@@ -207,6 +226,17 @@ static int set_mode(int fd, const struct stat *old, const struct fw_opts *o)
 
 /* ---- the fence ------------------------------------------------------- */
 
+/* The fence's directory, for messages. */
+static const char *fdir_shown(const struct target *t, char buf[PATH_MAX])
+{
+	const char *slash = strrchr(t->fshown, '/');
+
+	if (!slash)
+		return ".";
+	snprintf(buf, PATH_MAX, "%.*s", (int)(slash - t->fshown), t->fshown);
+	return buf[0] ? buf : "/";
+}
+
 /*
  * Create the fence holding TOKEN, atomically: it is written and synced
  * under a temporary name and then link()ed into place, which fails if a
@@ -226,11 +256,16 @@ static int create_fence(const struct target *t, uint64_t token,
 	rec.token = token;
 	fw_record_stamp(&rec, op);
 	fw_record_image(&rec, image);
+	tmp[0] = '\0';
 	fd = fw_tmp_create(t->fdirfd, t->fbase, file ? 0600 : 0666, tmp,
 	                   sizeof(tmp));
-	if (fd < 0)
-		return fw_fail_sys(res, errno, "create temporary fence for",
-		                   t->fshown);
+	if (fd < 0) {
+		char fdir[PATH_MAX], shown[PATH_MAX + 64];
+
+		return fw_fail_sys(res, errno, "open",
+		                   tmp_shown(fdir_shown(t, fdir), t->fbase, "",
+		                             shown, sizeof(shown)));
+	}
 	if (set_mode(fd, file, opts) < 0)
 		rc = fw_fail_sys(res, errno, "fchmod", t->fshown);
 	else if (fw_write_all(fd, image, sizeof(image), NULL) < 0)
@@ -440,7 +475,8 @@ struct fw_txn {
 	struct target t;
 	struct fw_opts opts;
 	int fd;
-	char tmp[NAME_MAX + 1];
+	char tmp[NAME_MAX + 1];         /* its name in FILE's directory */
+	char tmpshown[PATH_MAX + 64];   /* its path, for messages */
 };
 
 static void txn_free(struct fw_txn *txn)
@@ -483,11 +519,14 @@ int fw_txn_begin(struct fw_txn **out, const char *path,
 		                        rc == 0 ? 0600 : 0666, txn->tmp,
 		                        sizeof(txn->tmp));
 		if (txn->fd < 0)
-			rc = fw_fail_sys(res, errno, "create temporary file in",
-			                 txn->t.dirshown);
+			txn->tmp[0] = '\0';
+		tmp_shown(txn->t.dirshown, txn->t.base, txn->tmp,
+		          txn->tmpshown, sizeof(txn->tmpshown));
+		if (txn->fd < 0)
+			rc = fw_fail_sys(res, errno, "open", txn->tmpshown);
 		else if (set_mode(txn->fd, rc == 0 ? &st : NULL,
 		                  &txn->opts) < 0)
-			rc = fw_fail_sys(res, errno, "fchmod", txn->tmp);
+			rc = fw_fail_sys(res, errno, "fchmod", txn->tmpshown);
 		else
 			rc = FW_OK;
 	}
@@ -508,7 +547,7 @@ int fw_txn_write(struct fw_txn *txn, const void *buf, size_t len,
                  struct fw_result *res)
 {
 	if (fw_write_all(txn->fd, buf, len, &txn->opts) < 0)
-		return fw_fail_sys(res, errno, "write", txn->tmp);
+		return fw_fail_sys(res, errno, "write", txn->tmpshown);
 	return fw_ok(res);
 }
 
@@ -528,7 +567,7 @@ int fw_txn_copy_fd(struct fw_txn *txn, int fd, const char *fd_name,
 			return fw_fail_sys(res, errno, "read", fd_name);
 		}
 		if (fw_write_all(txn->fd, buf, (size_t)n, &txn->opts) < 0)
-			return fw_fail_sys(res, errno, "write", txn->tmp);
+			return fw_fail_sys(res, errno, "write", txn->tmpshown);
 	}
 }
 
@@ -548,7 +587,7 @@ int fw_txn_commit(struct fw_txn *txn, uint64_t token, struct fw_result *res)
 		rc = fw_fail(res, FW_USAGE, "token 0 is never accepted");
 	/* 1. The content is durable before the fence can name it. */
 	else if (fw_fsync(txn->fd) < 0)
-		rc = fw_fail_sys(res, errno, "fsync", txn->tmp);
+		rc = fw_fail_sys(res, errno, "fsync", txn->tmpshown);
 	else if (fw_cancelled(&txn->opts))
 		rc = fw_fail_sys(res, EINTR, "commit", txn->t.path);
 	else

@@ -128,7 +128,7 @@ static void check_after(const struct scenario *s, int rc, int err,
 	struct fw_result res;
 	size_t len;
 	char *content = fwt_slurp(F, &len);
-	uint64_t tok = content ? payload_token(content, len) : 0, fence;
+	uint64_t tok = content ? payload_token(content, len) : 0;
 	int has_fence = access(FENCE, F_OK) == 0;
 
 	if (content && tok == 0)
@@ -137,6 +137,8 @@ static void check_after(const struct scenario *s, int rc, int err,
 		fail_msg("%s: FILE has token %llu", where,
 		         (unsigned long long)tok);
 	if (has_fence) {
+		uint64_t fence;
+
 		if (fw_show(F, NULL, &info, &res) != FW_OK)
 			fail_msg("%s: fence unreadable: %s", where,
 			         res.message);
