@@ -47,7 +47,7 @@ TESTS   := test_token test_fence_record test_lock test_commit test_cli \
 # NAME@faults runs under tests/faults.c, which fails chosen system calls.
 SUITES  := $(filter-out test_faults test_crash,$(TESTS)) \
            test_faults@faults test_crash@faults \
-           test_lock@noofd test_contention@noofd
+           test_lock@noofd test_contention@noofd test_contention@huge
 SHIMS   := $(B)/tests/noofd.so $(B)/tests/faults.so
 TEST_BIN := $(TESTS:%=$(B)/tests/%) $(SHIMS)
 CMOCKA_CFLAGS = $(shell pkg-config --cflags cmocka 2>/dev/null)
@@ -56,7 +56,7 @@ CMOCKA_LIBS   = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 MANS := man/fencedwrite.1 man/libfencedwrite.3 man/fencedwrite-fence.5
 
 .PHONY: all all-tests check check-deps check-asan check-valgrind demo install \
-        uninstall clean lint lint-man fuzz fuzz-build
+        uninstall clean lint lint-man fuzz fuzz-build torture
 
 all: $(BIN) $(STATIC) $(SHARED)
 
@@ -107,6 +107,7 @@ check: check-deps
 	@$(MAKE) --no-print-directory lint
 	@scripts/test-install.sh
 	@$(MAKE) --no-print-directory check-asan
+	@$(MAKE) --no-print-directory check-valgrind
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5
 
 all-tests: all $(TEST_BIN)
@@ -116,6 +117,15 @@ check-asan:
 	@ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0 \
 	    UBSAN_OPTIONS=print_stacktrace=1 \
 	    scripts/run-tests.sh build-asan $(SUITES)
+
+# The long concurrency run: 8 writer processes x 4 threads x TORTURE_OPS
+# operations each (102,400 by default), with OFD locks, with classic locks
+# and with tokens near 2^64.  Not part of check: about a minute per run.
+TORTURE_OPS ?= 3200
+torture: check-deps all-tests
+	@FWT_WRITERS=8 FWT_THREADS=4 FWT_OPS=$(TORTURE_OPS) \
+	    scripts/run-tests.sh $(B) test_contention test_contention@noofd \
+	    test_contention@huge
 
 # ---- fuzzing (clang's libFuzzer) -----------------------------------------
 
@@ -159,8 +169,9 @@ lint: check-deps lint-man
 # DWARF 4 debug info (valgrind 3.19 cannot read clang's default DWARF 5).
 VG_B := build-valgrind
 check-valgrind: check-deps
+	@scripts/ensure-deps.sh valgrind
 	@$(MAKE) --no-print-directory B=$(VG_B) CFLAGS="-O1 -g -gdwarf-4" all-tests
-	@printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite "%s" "$$@"\n' \
+	@printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect "%s" "$$@"\n' \
 	    "$$(pwd)/$(VG_B)/fencedwrite" > $(VG_B)/fencedwrite-valgrind
 	@chmod +x $(VG_B)/fencedwrite-valgrind
 	@FW_BIN=$$(pwd)/$(VG_B)/fencedwrite-valgrind FWT_UNDER_VALGRIND=1 \

@@ -16,6 +16,8 @@ for suite in "$@"; do
 	*@noofd)
 		set -- env LD_PRELOAD="$(cd "$build" && pwd)/tests/noofd.so" \
 		    FWT_EXPECT_CLASSIC=1 "$build/tests/${suite%@noofd}" ;;
+	*@huge)
+		set -- env FWT_HUGE=1 "$build/tests/${suite%@huge}" ;;
 	*@faults)
 		set -- env LD_PRELOAD="$(cd "$build" && pwd)/tests/faults.so" \
 		    "$build/tests/${suite%@faults}" ;;

@@ -13,7 +13,9 @@
  *   - at the end FILE holds the highest committed token's payload and the
  *     fence holds that token; no temporary file is left.
  *
- * FWT_WRITERS, FWT_THREADS and FWT_OPS (per thread) scale it up.
+ * FWT_WRITERS, FWT_THREADS and FWT_OPS (per thread) scale it up.  With
+ * FWT_HUGE set, every token lies just below 2^64, and the run ends by
+ * committing UINT64_MAX itself, after which nothing is accepted.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -37,6 +39,7 @@ struct op {
 };
 
 struct shared {
+	uint64_t base;          /* added to every token */
 	uint64_t next_token;
 	int writers_done;
 	unsigned long reads, read_violations, bad_codes;
@@ -121,6 +124,7 @@ static void *writer_thread(void *arg)
 		default:  /* fresh, give or take a concurrent writer */
 			tok = base + r % 3;
 		}
+		tok += sh->base;
 		n = payload(buf, sizeof(buf), tok, r);
 		op->token = tok;
 		op->start = now_ns();
@@ -237,6 +241,8 @@ static void history_is_linearizable(void **state)
 	sh = mmap(NULL, sizeof(*sh) + total * sizeof(struct op),
 	          PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	assert_true(sh != MAP_FAILED);
+	if (getenv("FWT_HUGE"))
+		sh->base = UINT64_MAX - 4 * (uint64_t)total - 16;
 
 	for (int i = 0; i < READERS; i++) {
 		pids[np] = fork();
@@ -319,8 +325,20 @@ static void history_is_linearizable(void **state)
 	snprintf(want, sizeof(want), "tok=%llu ", (unsigned long long)best);
 	assert_true(strncmp(got, want, strlen(want)) == 0);
 	assert_int_equal(fwt_count_tmp("."), 0);
-	print_message("contention: %zu ops, %zu commits, %zu rejections, "
-	              "%lu reads, 0 violations\n", total, ncommit, nreject,
+	if (sh->base) {
+		/* The top of the range: accepted once, then never again. */
+		struct fw_result res;
+
+		assert_true(best < UINT64_MAX);
+		assert_int_equal(fw_commit_buffer(FILE_NAME, UINT64_MAX, "max\n",
+		                                  4, NULL, &res), FW_OK);
+		assert_int_equal(fw_commit_buffer(FILE_NAME, UINT64_MAX, "again\n",
+		                                  6, NULL, &res), FW_STALE);
+		assert_true(fwt_fence_token(FILE_NAME) == UINT64_MAX);
+	}
+	print_message("contention%s: %zu ops, %zu commits, %zu rejections, "
+	              "%lu reads, 0 violations\n", sh->base ? " (huge tokens)" : "",
+	              total, ncommit, nreject,
 	              sh->reads);
 	free(got);
 	free(by_e);
