@@ -13,7 +13,8 @@
  * 2. Power loss: from the trace of a successful run, every state a crash
  *    could leave when writes not yet fsynced are lost (each file's content
  *    as of its last fsync; names as of the last directory fsync plus any
- *    prefix of the renames, links and unlinks since) is rebuilt and checked
+ *    prefix of the renames, links and unlinks since; a write to an otherwise
+ *    synced file torn after any number of bytes) is rebuilt and checked
  *    against the same invariants.
  */
 #define _GNU_SOURCE
@@ -431,6 +432,38 @@ static void hex_into(struct inode *in, long long off, const char *hex)
 		in->curlen = (size_t)off + n;
 }
 
+/*
+ * A write to a file whose content is otherwise synced may be torn by a
+ * power loss: any prefix of it may reach the disk.  Check the states where
+ * the write stopped after CUT bytes, for cuts across the whole write.
+ */
+static unsigned long torn_states(struct model *m, struct inode *in,
+                                 long long off, const char *hex,
+                                 const struct scenario *s, int point)
+{
+	size_t n = strlen(hex) / 2;
+	struct inode saved = *in;
+	unsigned long count = 0;
+	char where[200], part[2100];
+
+	if (in->curlen != in->syncedlen ||
+	    memcmp(in->cur, in->synced, in->curlen) != 0)
+		return 0;
+	for (size_t cut = 1; cut < n; cut += cut < 16 ? 5 : 16, count++) {
+		memcpy(part, hex, 2 * cut);
+		part[2 * cut] = '\0';
+		hex_into(in, off, part);
+		memcpy(in->synced, in->cur, in->curlen);
+		in->syncedlen = in->curlen;
+		snprintf(where, sizeof(where), "%s: power lost during op %d, "
+		         "%zu of %zu bytes written", s->name, point + 1, cut,
+		         n);
+		check_crash_state(m, m->npending, s, where);
+		*in = saved;
+	}
+	return count;
+}
+
 static void power_loss_at_every_point_keeps_invariants(void **state)
 {
 	unsigned long states = 0;
@@ -474,8 +507,11 @@ static void power_loss_at_every_point_keeps_invariants(void **state)
 			line[strcspn(line, "\n")] = '\0';
 			if (sscanf(line, "W %lu %lld %2099s", &ino, &off,
 			           hex) == 3) {
-				if ((in = inode_of(&m, ino, 0)) != NULL)
+				if ((in = inode_of(&m, ino, 0)) != NULL) {
+					states += torn_states(&m, in, off, hex,
+					                      s, point);
 					hex_into(in, off, hex);
+				}
 			} else if (sscanf(line, "S %lu", &ino) == 1) {
 				if ((in = inode_of(&m, ino, 0)) != NULL) {
 					memcpy(in->synced, in->cur, in->curlen);
