@@ -5,7 +5,9 @@
  */
 #define _GNU_SOURCE
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -40,6 +42,8 @@ static void help(void)
 	      "\n"
 	      "Options:\n"
 	      "  -t, --token N         the fencing token: decimal, 1 to 18446744073709551615\n"
+	      "      --token-env NAME  read the token from environment variable NAME\n"
+	      "                        (e.g. ETCD_LOCK_REV under 'etcdctl lock')\n"
 	      "      --fence PATH      the fence file (default: FILE.fence)\n"
 	      "  -w, --timeout SECS    give up if the lock is not acquired in SECS\n"
 	      "                        (fractions allowed; default: wait for ever)\n"
@@ -65,10 +69,15 @@ static void help(void)
 	      stdout);
 }
 
-static int usage_error(const char *fmt, const char *arg)
+__attribute__((format(printf, 1, 2)))
+static int usage_error(const char *fmt, ...)
 {
+	va_list ap;
+
 	fprintf(stderr, PROG ": ");
-	fprintf(stderr, fmt, arg);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fprintf(stderr, "\nTry '" PROG " --help' for more information.\n");
 	return FW_USAGE;
 }
@@ -125,10 +134,11 @@ static int set_action(struct cli *c, enum action a)
 
 int fw_cli_parse(struct cli *c, int argc, char **argv)
 {
-	enum { OPT_FENCE = 256, OPT_ALLOW_EQUAL, OPT_MODE, OPT_JSON,
+	enum { OPT_FENCE = 256, OPT_TOKEN_ENV, OPT_ALLOW_EQUAL, OPT_MODE, OPT_JSON,
 	       OPT_DELETE, OPT_CHECK, OPT_SHOW, OPT_INIT, OPT_CLEAN };
 	static const struct option longopts[] = {
 		{ "token", required_argument, NULL, 't' },
+		{ "token-env", required_argument, NULL, OPT_TOKEN_ENV },
 		{ "fence", required_argument, NULL, OPT_FENCE },
 		{ "timeout", required_argument, NULL, 'w' },
 		{ "nonblock", no_argument, NULL, 'n' },
@@ -152,11 +162,29 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "+t:w:nqhV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 't':
+			if (c->token_text)
+				return usage_error("%s", "give the token once: "
+				                   "-t or --token-env");
 			c->token_text = optarg;
 			if (fw_parse_token(optarg, &c->token) != FW_OK)
 				return usage_error("invalid token '%s': want "
 				                   "decimal digits, 1 to "
 				                   "18446744073709551615", optarg);
+			break;
+		case OPT_TOKEN_ENV:
+			if (c->token_text)
+				return usage_error("%s", "give the token once: "
+				                   "-t or --token-env");
+			c->token_text = getenv(optarg);
+			if (!c->token_text)
+				return usage_error("--token-env %s: no such "
+				                   "variable in the environment",
+				                   optarg);
+			if (fw_parse_token(c->token_text, &c->token) != FW_OK)
+				return usage_error("invalid token in %s='%s': "
+				                    "want decimal digits, 1 to "
+				                    "18446744073709551615", optarg,
+				                    c->token_text);
 			break;
 		case OPT_FENCE:
 			c->opts.fence_path = optarg;
@@ -221,9 +249,11 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 		return usage_error("%s", "--json goes with --show");
 	if (!c->token_text && (c->action == WRITE || c->action == DELETE ||
 	                       c->action == CHECK))
-		return usage_error("%s", "no token given: use -t N");
+		return usage_error("%s", "no token given: use -t N or "
+		                   "--token-env NAME");
 	if (c->token_text && (c->action == SHOW || c->action == CLEAN))
-		return usage_error("%s", "-t has no meaning with --show or --clean");
+		return usage_error("%s", "a token has no meaning with --show or "
+		                   "--clean");
 	if (c->action == WRITE && !c->cmd && c->stdin_closed)
 		return usage_error("%s", "standard input is closed: give the "
 		                   "content on standard input or as -- CMD");

@@ -32,9 +32,7 @@ void fw_set_result(struct fw_result *res, int code, const char *fmt, ...)
 	if (code == FW_OK)
 		res->sys_errno = 0;
 	va_start(ap, fmt);
-	/* clang-tidy 14 misreads the va_list when this function is inlined
-	   into fw_set_sys_result; it is started just above. */
-	vsnprintf(res->message, sizeof(res->message), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized) */
+	vsnprintf(res->message, sizeof(res->message), fmt, ap);
 	va_end(ap);
 }
 

@@ -208,6 +208,38 @@ static void exit_6_cmd_fails_or_is_killed(void **state)
 	assert_int_equal(fwt_count_tmp("."), 0);
 }
 
+/* The way a lock store hands over its token: etcdctl lock sets
+   ETCD_LOCK_REV for the command it runs. */
+static void token_env_reads_the_token_and_rejects_bad_values(void **state)
+{
+	char *err;
+
+	(void)state;
+	setenv("FWT_REV", "42", 1);
+	assert_int_equal(RUN("x\n", NULL, NULL, "--token-env", "FWT_REV", "f"), 0);
+	assert_true(fwt_fence_token("f") == 42);
+	setenv("FWT_REV", "41", 1);
+	assert_int_equal(RUN("y\n", NULL, NULL, "--token-env", "FWT_REV", "f"), 1);
+	static const char *const bad[] = { "", "-1", "4x2", "0", " 43" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("FWT_REV", bad[i], 1);
+		assert_int_equal(RUN("z\n", NULL, &err, "--token-env", "FWT_REV",
+		                     "f"), 2);
+		assert_non_null(strstr(err, "invalid token in FWT_REV"));
+		free(err);
+	}
+	unsetenv("FWT_REV");
+	assert_int_equal(RUN("z\n", NULL, &err, "--token-env", "FWT_REV", "f"),
+	                 2);
+	assert_non_null(strstr(err, "no such variable"));
+	free(err);
+	setenv("FWT_REV", "50", 1);
+	assert_int_equal(RUN("z\n", NULL, NULL, "-t", "50", "--token-env",
+	                     "FWT_REV", "f"), 2);
+	unsetenv("FWT_REV");
+	fwt_assert_content("f", "x\n");
+}
+
 static void closed_stdin_is_a_usage_error(void **state)
 {
 	char *argv[] = { "fencedwrite", "-t", "1", "f", NULL };
@@ -275,7 +307,7 @@ static void mode_option_and_preserved_bits(void **state)
 static void help_and_version_document_every_option(void **state)
 {
 	static const char *opts[] = {
-		"--token", "--fence", "--timeout", "--nonblock", "--allow-equal",
+		"--token", "--token-env", "--fence", "--timeout", "--nonblock", "--allow-equal",
 		"--mode", "--json", "--quiet", "--delete", "--check", "--show",
 		"--init", "--clean", "--help", "--version",
 	};
@@ -366,6 +398,7 @@ int main(void)
 		T(exit_4_lock_not_acquired),
 		T(exit_5_system_error_names_call_and_path),
 		T(exit_6_cmd_fails_or_is_killed),
+		T(token_env_reads_the_token_and_rejects_bad_values),
 		T(closed_stdin_is_a_usage_error),
 		T(delete_check_show_init_clean),
 		T(mode_option_and_preserved_bits),
