@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -117,6 +118,20 @@ static int run_cmd(struct fw_txn *txn, char **cmd)
 	return EXIT_CMD_FAILED;
 }
 
+/*
+ * etcdctl lock (and cron without input) runs commands with /dev/null as
+ * standard input: "producer | etcdctl lock NAME -- fencedwrite ..." would
+ * commit an empty file over good content.  Nobody means that; an empty file
+ * on purpose comes through a pipe or a regular file.
+ */
+static int stdin_is_dev_null(void)
+{
+	struct stat st;
+
+	return fstat(STDIN_FILENO, &st) == 0 && S_ISCHR(st.st_mode) &&
+	       major(st.st_rdev) == 1 && minor(st.st_rdev) == 3;
+}
+
 static int do_write(struct cli *c, struct fw_result *res)
 {
 	struct fw_txn *txn;
@@ -211,6 +226,13 @@ int main(int argc, char **argv)
 	catch_signals();
 	c.opts.cancel = &got_signal;
 
+	if (c.action == WRITE && !c.cmd && stdin_is_dev_null()) {
+		fprintf(stderr, PROG ": standard input is /dev/null, which would "
+		        "commit an empty %s; give the producer as -- CMD (under "
+		        "'etcdctl lock' commands read /dev/null), or pipe an "
+		        "empty file in on purpose\n", c.file);
+		return FW_USAGE;
+	}
 	switch (c.action) {
 	case WRITE: rc = do_write(&c, &res); break;
 	case DELETE: rc = fw_delete(c.file, c.token, &c.opts, &res); break;

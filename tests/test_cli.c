@@ -240,6 +240,32 @@ static void token_env_reads_the_token_and_rejects_bad_values(void **state)
 	fwt_assert_content("f", "x\n");
 }
 
+/*
+ * etcdctl lock runs its command with /dev/null as standard input, so
+ * "producer | etcdctl lock NAME -- fencedwrite ..." would replace good
+ * content with nothing.  /dev/null as input is refused; a pipe that
+ * carries nothing is how to write an empty file on purpose.
+ */
+static void dev_null_stdin_is_refused_an_empty_pipe_is_not(void **state)
+{
+	char *err;
+
+	(void)state;
+	assert_int_equal(RUN("good\n", NULL, NULL, "-t", "1", "f"), 0);
+	assert_int_equal(RUN(NULL, NULL, &err, "-t", "2", "f"), 2);  /* /dev/null */
+	assert_non_null(strstr(err, "standard input is /dev/null"));
+	assert_non_null(strstr(err, "-- CMD"));
+	free(err);
+	fwt_assert_content("f", "good\n");
+	assert_true(fwt_fence_token("f") == 1);
+	assert_int_equal(RUN("", NULL, NULL, "-t", "2", "f"), 0);   /* a file */
+	fwt_assert_content("f", "");
+	/* with CMD, standard input is CMD's business */
+	assert_int_equal(RUN(NULL, NULL, NULL, "-t", "3", "f", "--", "echo",
+	                     "made"), 0);
+	fwt_assert_content("f", "made\n");
+}
+
 static void closed_stdin_is_a_usage_error(void **state)
 {
 	char *argv[] = { "fencedwrite", "-t", "1", "f", NULL };
@@ -399,6 +425,7 @@ int main(void)
 		T(exit_5_system_error_names_call_and_path),
 		T(exit_6_cmd_fails_or_is_killed),
 		T(token_env_reads_the_token_and_rejects_bad_values),
+		T(dev_null_stdin_is_refused_an_empty_pipe_is_not),
 		T(closed_stdin_is_a_usage_error),
 		T(delete_check_show_init_clean),
 		T(mode_option_and_preserved_bits),
