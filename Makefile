@@ -49,7 +49,7 @@ SUITES  := $(filter-out test_faults test_crash,$(TESTS)) \
            test_faults@faults test_crash@faults \
            test_lock@noofd test_contention@noofd test_contention@huge
 SHIMS   := $(B)/tests/noofd.so $(B)/tests/faults.so
-TEST_BIN := $(TESTS:%=$(B)/tests/%) $(SHIMS)
+TEST_BIN := $(TESTS:%=$(B)/tests/%) $(SHIMS) $(B)/tests/history_check
 CMOCKA_CFLAGS = $(shell pkg-config --cflags cmocka 2>/dev/null)
 CMOCKA_LIBS   = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
@@ -87,10 +87,17 @@ PC_SED := -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 
 # ---- tests ---------------------------------------------------------------
 
-$(B)/tests/%: tests/%.c tests/helpers.c tests/helpers.h $(HEADERS) \
-              $(STATIC) | $(B)/tests
+TEST_COMMON := tests/helpers.c tests/history.c
+$(B)/tests/%: tests/%.c $(TEST_COMMON) tests/helpers.h tests/history.h \
+              $(HEADERS) $(STATIC) | $(B)/tests
 	$(CC) $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -Isrc $(LDFLAGS) -o $@ $< \
-	    tests/helpers.c $(STATIC) $(CMOCKA_LIBS) $(LDLIBS_LIB)
+	    $(TEST_COMMON) $(STATIC) $(CMOCKA_LIBS) $(LDLIBS_LIB)
+
+# The checker as a command, for histories recorded by shell scripts.
+$(B)/tests/history_check: tests/history_check.c tests/history.c \
+                          tests/history.h $(HEADERS) $(STATIC) | $(B)/tests
+	$(CC) $(ALL_CFLAGS) -Isrc $(LDFLAGS) -o $@ $< tests/history.c \
+	    $(STATIC) $(LDLIBS_LIB)
 
 # Shims are built without sanitizers: they only forward calls.
 $(B)/tests/%.so: tests/%.c | $(B)/tests

@@ -4,10 +4,8 @@
  * loop.  Every operation is recorded with CLOCK_MONOTONIC start and end
  * times, and the history is checked afterwards:
  *
- *   - committed tokens are unique and increase in real-time order: if
- *     commit A ended before commit B started, tok(A) < tok(B);
- *   - every rejection is justified: some commit with a token >= it started
- *     before the rejection ended;
+ *   - committed tokens are unique and increase in real-time order, and every
+ *     rejection is justified (history.c);
  *   - every read saw one whole payload with a valid checksum, and no reader
  *     saw a token lower than one it had seen before;
  *   - at the end FILE holds the highest committed token's payload and the
@@ -28,6 +26,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "history.h"
 
 #define FILE_NAME "shared.txt"
 #define READERS 2
@@ -178,52 +177,11 @@ static void reader_process(void)
 	_exit(0);
 }
 
-static int by_end(const void *a, const void *b)
-{
-	const struct op *x = *(const struct op *const *)a;
-	const struct op *y = *(const struct op *const *)b;
-
-	return (x->end > y->end) - (x->end < y->end);
-}
-
-static int by_start(const void *a, const void *b)
-{
-	const struct op *x = *(const struct op *const *)a;
-	const struct op *y = *(const struct op *const *)b;
-
-	return (x->start > y->start) - (x->start < y->start);
-}
-
-static int by_value(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Highest token among the first N of SORTED whose KEY is < LIMIT. */
-static uint64_t max_before(struct op **sorted, uint64_t *prefix, size_t n,
-                           int64_t limit, int use_end)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int64_t key = use_end ? sorted[mid]->end : sorted[mid]->start;
-
-		if (key < limit)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? prefix[lo - 1] : 0;
-}
-
 static void history_is_linearizable(void **state)
 {
-	size_t total, ncommit = 0, nreject = 0;
-	struct op **by_e, **by_s;
-	uint64_t *pre_e, *pre_s, *tokens, best = 0;
+	size_t total, ncommit, nreject;
+	struct fwh_summary sum;
+	uint64_t best;
 	pid_t pids[64 + READERS];
 	char want[4096], *got;
 	int np = 0;
@@ -269,54 +227,21 @@ static void history_is_linearizable(void **state)
 		         sh->read_violations, sh->first_violation);
 	assert_true(sh->reads > 0);
 
-	by_e = calloc(total, sizeof(*by_e));
-	by_s = calloc(total, sizeof(*by_s));
-	pre_e = calloc(total, sizeof(*pre_e));
-	pre_s = calloc(total, sizeof(*pre_s));
-	tokens = calloc(total, sizeof(*tokens));
-	assert_true(by_e && by_s && pre_e && pre_s && tokens);
-	for (size_t i = 0; i < total; i++)
-		if (sh->ops[i].rc == FW_OK) {
-			by_e[ncommit] = by_s[ncommit] = &sh->ops[i];
-			ncommit++;
-		}
-	qsort(by_e, ncommit, sizeof(*by_e), by_end);
-	qsort(by_s, ncommit, sizeof(*by_s), by_start);
-	for (size_t i = 0; i < ncommit; i++) {
-		pre_e[i] = i && pre_e[i - 1] > by_e[i]->token ? pre_e[i - 1]
-		                                              : by_e[i]->token;
-		pre_s[i] = i && pre_s[i - 1] > by_s[i]->token ? pre_s[i - 1]
-		                                              : by_s[i]->token;
-		if (by_e[i]->token > best)
-			best = by_e[i]->token;
-		tokens[i] = by_e[i]->token;
-	}
-	/* Unique, even between commits that overlapped in time. */
-	qsort(tokens, ncommit, sizeof(*tokens), by_value);
-	for (size_t i = 1; i < ncommit; i++)
-		if (tokens[i] == tokens[i - 1])
-			fail_msg("token %llu committed twice",
-			         (unsigned long long)tokens[i]);
-	for (size_t i = 0; i < total; i++) {
-		const struct op *op = &sh->ops[i];
+	{
+		struct fwh_op *h = calloc(total, sizeof(*h));
+		char why[200];
 
-		if (op->rc == FW_OK) {
-			uint64_t before = max_before(by_e, pre_e, ncommit,
-			                             op->start, 1);
-			if (before >= op->token)
-				fail_msg("token %llu committed after a commit "
-				         "of %llu had ended",
-				         (unsigned long long)op->token,
-				         (unsigned long long)before);
-		} else {
-			uint64_t seen = max_before(by_s, pre_s, ncommit,
-			                           op->end, 0);
-			nreject++;
-			if (seen < op->token)
-				fail_msg("token %llu rejected with no commit "
-				         ">= it under way",
-				         (unsigned long long)op->token);
-		}
+		assert_non_null(h);
+		for (size_t i = 0; i < total; i++)
+			h[i] = (struct fwh_op){ sh->ops[i].start, sh->ops[i].end,
+			                        sh->ops[i].token,
+			                        sh->ops[i].rc == FW_OK ? 0 : 1 };
+		if (fwh_check(h, total, &sum, why, sizeof(why)) != 0)
+			fail_msg("%s", why);
+		free(h);
+		ncommit = sum.commits;
+		nreject = sum.rejections;
+		best = sum.best;
 	}
 	assert_true(ncommit > 0 && nreject > 0);
 	assert_true(fwt_fence_token(FILE_NAME) == best);
@@ -341,11 +266,6 @@ static void history_is_linearizable(void **state)
 	              total, ncommit, nreject,
 	              sh->reads);
 	free(got);
-	free(by_e);
-	free(by_s);
-	free(pre_e);
-	free(pre_s);
-	free(tokens);
 	munmap(sh, sizeof(*sh) + total * sizeof(struct op));
 }
 

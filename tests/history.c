@@ -1,0 +1,126 @@
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "history.h"
+
+static int by_end(const void *a, const void *b)
+{
+	const struct fwh_op *x = *(const struct fwh_op *const *)a;
+	const struct fwh_op *y = *(const struct fwh_op *const *)b;
+
+	return (x->end > y->end) - (x->end < y->end);
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct fwh_op *x = *(const struct fwh_op *const *)a;
+	const struct fwh_op *y = *(const struct fwh_op *const *)b;
+
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+static int by_value(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Highest token among the first N of SORTED whose key is < LIMIT. */
+static uint64_t max_before(const struct fwh_op *const *sorted,
+                           const uint64_t *prefix, size_t n, int64_t limit,
+                           int use_end)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int64_t key = use_end ? sorted[mid]->end : sorted[mid]->start;
+
+		if (key < limit)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? prefix[lo - 1] : 0;
+}
+
+int fwh_check(const struct fwh_op *ops, size_t n, struct fwh_summary *sum,
+              char *why, size_t whylen)
+{
+	const struct fwh_op **by_e = calloc(n + 1, sizeof(*by_e));
+	const struct fwh_op **by_s = calloc(n + 1, sizeof(*by_s));
+	uint64_t *pre_e = calloc(n + 1, sizeof(*pre_e));
+	uint64_t *pre_s = calloc(n + 1, sizeof(*pre_s));
+	uint64_t *tokens = calloc(n + 1, sizeof(*tokens));
+	size_t nc = 0;
+	int rc = -1;
+
+	sum->ops = n;
+	sum->commits = sum->rejections = 0;
+	sum->best = 0;
+	if (!by_e || !by_s || !pre_e || !pre_s || !tokens) {
+		snprintf(why, whylen, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (ops[i].rc == 0) {
+			by_e[nc] = by_s[nc] = &ops[i];
+			tokens[nc++] = ops[i].token;
+		} else if (ops[i].rc != 1) {
+			snprintf(why, whylen, "token %llu ended with code %d",
+			         (unsigned long long)ops[i].token, ops[i].rc);
+			goto out;
+		}
+	}
+	qsort(tokens, nc, sizeof(*tokens), by_value);
+	for (size_t i = 1; i < nc; i++)
+		if (tokens[i] == tokens[i - 1]) {
+			snprintf(why, whylen, "token %llu committed twice",
+			         (unsigned long long)tokens[i]);
+			goto out;
+		}
+	qsort(by_e, nc, sizeof(*by_e), by_end);
+	qsort(by_s, nc, sizeof(*by_s), by_start);
+	for (size_t i = 0; i < nc; i++) {
+		pre_e[i] = i && pre_e[i - 1] > by_e[i]->token ? pre_e[i - 1]
+		                                              : by_e[i]->token;
+		pre_s[i] = i && pre_s[i - 1] > by_s[i]->token ? pre_s[i - 1]
+		                                              : by_s[i]->token;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct fwh_op *op = &ops[i];
+
+		if (op->rc == 0) {
+			uint64_t before = max_before(by_e, pre_e, nc, op->start, 1);
+
+			if (before >= op->token) {
+				snprintf(why, whylen, "token %llu committed "
+				         "after a commit of %llu had ended",
+				         (unsigned long long)op->token,
+				         (unsigned long long)before);
+				goto out;
+			}
+		} else {
+			uint64_t seen = max_before(by_s, pre_s, nc, op->end, 0);
+
+			sum->rejections++;
+			if (seen < op->token) {
+				snprintf(why, whylen, "token %llu rejected with "
+				         "no commit >= it under way",
+				         (unsigned long long)op->token);
+				goto out;
+			}
+		}
+	}
+	sum->commits = nc;
+	sum->best = nc ? tokens[nc - 1] : 0;
+	rc = 0;
+out:
+	free(by_e);
+	free(by_s);
+	free(pre_e);
+	free(pre_s);
+	free(tokens);
+	return rc;
+}
