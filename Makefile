@@ -56,7 +56,7 @@ CMOCKA_LIBS   = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 MANS := man/fencedwrite.1 man/libfencedwrite.3 man/fencedwrite-fence.5
 
 .PHONY: all all-tests check check-deps check-asan check-valgrind demo install \
-        uninstall clean lint lint-man fuzz fuzz-build torture
+        uninstall clean lint lint-man fuzz fuzz-build torture check-etcd demo-etcd
 
 all: $(BIN) $(STATIC) $(SHARED)
 
@@ -115,6 +115,7 @@ check: check-deps
 	@scripts/test-install.sh
 	@$(MAKE) --no-print-directory check-asan
 	@$(MAKE) --no-print-directory check-valgrind
+	@$(MAKE) --no-print-directory check-etcd
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5
 
 all-tests: all $(TEST_BIN)
@@ -133,6 +134,15 @@ torture: check-deps all-tests
 	@FWT_WRITERS=8 FWT_THREADS=4 FWT_OPS=$(TORTURE_OPS) \
 	    scripts/run-tests.sh $(B) test_contention test_contention@noofd \
 	    test_contention@huge
+
+# Against a real etcd on 127.0.0.1, installed with apt-get when missing;
+# where it cannot be installed, the run says so and is skipped.
+check-etcd: all-tests
+	@if scripts/ensure-deps.sh etcd; then \
+	    timeout 600 tests/etcd_e2e.sh $(B); \
+	else \
+	    echo "etcd: skipped: etcd-server/etcd-client not installed and not installable here"; \
+	fi
 
 # ---- fuzzing (clang's libFuzzer) -----------------------------------------
 
@@ -169,7 +179,7 @@ TIDY_FLAGS := -std=gnu11 -D_FILE_OFFSET_BITS=64 -Isrc
 lint: check-deps lint-man
 	@cppcheck $(CPPCHECK_FLAGS) src tests
 	@clang-tidy --quiet $(LIB_SRC) $(CLI_SRC) -- $(TIDY_FLAGS) 2>/dev/null
-	@shellcheck scripts/*.sh .ci/run
+	@shellcheck scripts/*.sh scripts/fencedwrite-etcd tests/*.sh .ci/run
 	@echo "lint: 4 passed, 0 failed"
 
 # The command tests under valgrind memcheck, in a build of their own with

@@ -3,7 +3,8 @@
 # missing Debian package is installed with apt-get; otherwise the script
 # names the package and fails.
 # usage: scripts/ensure-deps.sh NEED...
-#   NEED: cmocka, mandoc, cppcheck, clang-tidy, shellcheck, valgrind, clang
+#   NEED: cmocka, mandoc, cppcheck, clang-tidy, shellcheck, valgrind, clang,
+#         etcd
 set -eu
 
 have() {
@@ -12,6 +13,8 @@ have() {
 	        [ -f /usr/include/cmocka.h ] ;;
 	mandoc|cppcheck|clang-tidy|shellcheck|valgrind|clang)
 		command -v "$1" >/dev/null 2>&1 ;;
+	etcd) command -v etcd >/dev/null 2>&1 &&
+	      command -v etcdctl >/dev/null 2>&1 ;;
 	*) echo "ensure-deps: unknown need '$1'" >&2; exit 2 ;;
 	esac
 }
@@ -20,6 +23,7 @@ package() {
 	case $1 in
 	cmocka) echo "libcmocka-dev pkg-config" ;;
 	clang) echo clang ;;
+	etcd) echo etcd-server etcd-client ;;
 	*) echo "$1" ;;
 	esac
 }
