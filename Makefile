@@ -3,6 +3,7 @@
 #   make            build the command and the libraries into build/
 #   make check      install test dependencies if missing, run every test
 #   make demo       play the paused-holder story in a temporary directory
+#   make demo-etcd  the same with real etcd leases
 #   make install    PREFIX=/usr/local DESTDIR= (make uninstall reverses it)
 
 VERSION    := 1.0.0
@@ -167,6 +168,10 @@ fuzz: fuzz-build
 
 demo: $(BIN)
 	@scripts/demo.sh $(BIN)
+
+# The same story with real etcd leases (installs etcd as root if missing).
+demo-etcd: $(BIN)
+	@scripts/demo-etcd.sh $(BIN)
 
 lint-man:
 	@mandoc -T lint -W warning $(MANS)
