@@ -54,7 +54,8 @@ TEST_BIN := $(TESTS:%=$(B)/tests/%) $(SHIMS) $(B)/tests/history_check
 CMOCKA_CFLAGS = $(shell pkg-config --cflags cmocka 2>/dev/null)
 CMOCKA_LIBS   = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
-MANS := man/fencedwrite.1 man/libfencedwrite.3 man/fencedwrite-fence.5
+MANS := man/fencedwrite.1 man/fencedwrite-etcd.1 man/libfencedwrite.3 \
+        man/fencedwrite-fence.5
 
 .PHONY: all all-tests check check-deps check-asan check-valgrind demo install \
         uninstall clean lint lint-man fuzz fuzz-build torture check-etcd demo-etcd
@@ -207,6 +208,7 @@ install: all
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
 	    $(DESTDIR)$(MANDIR)/man5
 	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/fencedwrite
+	install -m 755 scripts/fencedwrite-etcd $(DESTDIR)$(BINDIR)/fencedwrite-etcd
 	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/libfencedwrite.a
 	install -m 755 $(SHARED) $(DESTDIR)$(LIBDIR)/
 	ln -sf libfencedwrite.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
@@ -214,18 +216,20 @@ install: all
 	install -m 644 src/fencedwrite.h $(DESTDIR)$(INCLUDEDIR)/fencedwrite.h
 	sed $(PC_SED) fencedwrite.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/fencedwrite.pc
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/fencedwrite.pc
-	install -m 644 man/fencedwrite.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 man/fencedwrite.1 man/fencedwrite-etcd.1 \
+	    $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/libfencedwrite.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 644 man/fencedwrite-fence.5 $(DESTDIR)$(MANDIR)/man5/
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/fencedwrite \
+	rm -f $(DESTDIR)$(BINDIR)/fencedwrite $(DESTDIR)$(BINDIR)/fencedwrite-etcd \
 	    $(DESTDIR)$(LIBDIR)/libfencedwrite.a \
 	    $(DESTDIR)$(LIBDIR)/libfencedwrite.so.$(VERSION) \
 	    $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libfencedwrite.so \
 	    $(DESTDIR)$(INCLUDEDIR)/fencedwrite.h \
 	    $(DESTDIR)$(PKGCONFIGDIR)/fencedwrite.pc \
 	    $(DESTDIR)$(MANDIR)/man1/fencedwrite.1 \
+	    $(DESTDIR)$(MANDIR)/man1/fencedwrite-etcd.1 \
 	    $(DESTDIR)$(MANDIR)/man3/libfencedwrite.3 \
 	    $(DESTDIR)$(MANDIR)/man5/fencedwrite-fence.5
 

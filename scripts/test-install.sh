@@ -12,9 +12,9 @@ fail() { echo "install: $*" >&2; echo "install: 0 passed, 1 failed"; exit 1; }
 
 make -s install DESTDIR="$stage" PREFIX="$prefix" >/dev/null
 root=$stage$prefix
-for f in bin/fencedwrite lib/libfencedwrite.a lib/libfencedwrite.so.1 \
+for f in bin/fencedwrite bin/fencedwrite-etcd lib/libfencedwrite.a lib/libfencedwrite.so.1 \
          lib/libfencedwrite.so include/fencedwrite.h \
-         lib/pkgconfig/fencedwrite.pc share/man/man1/fencedwrite.1 \
+         lib/pkgconfig/fencedwrite.pc share/man/man1/fencedwrite.1 share/man/man1/fencedwrite-etcd.1 \
          share/man/man3/libfencedwrite.3 share/man/man5/fencedwrite-fence.5; do
 	[ -e "$root/$f" ] || fail "missing $prefix/$f"
 done
