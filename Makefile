@@ -58,7 +58,8 @@ MANS := man/fencedwrite.1 man/fencedwrite-etcd.1 man/libfencedwrite.3 \
         man/fencedwrite-fence.5
 
 .PHONY: all all-tests check check-deps check-asan check-valgrind demo install \
-        uninstall clean lint lint-man fuzz fuzz-build torture check-etcd demo-etcd
+        uninstall clean lint lint-man fuzz fuzz-build torture check-etcd demo-etcd \
+        bench
 
 all: $(BIN) $(STATIC) $(SHARED)
 
@@ -145,6 +146,18 @@ check-etcd: all-tests
 	else \
 	    echo "etcd: skipped: etcd-server/etcd-client not installed and not installable here"; \
 	fi
+
+# ---- benchmarks (not part of check) ---------------------------------------
+
+# make bench [BENCH_DIR=dir on the disk to measure] [BENCH_FORMAT=csv|json]
+BENCH_DIR    ?= $(CURDIR)/build/bench-data
+BENCH_FORMAT ?= table
+$(B)/bench/fwbench: bench/fwbench.c src/fencedwrite.h $(STATIC)
+	@mkdir -p $(B)/bench
+	$(CC) $(ALL_CFLAGS) -Isrc $(LDFLAGS) -o $@ $< $(STATIC) $(LDLIBS_LIB)
+
+bench: all $(B)/bench/fwbench
+	@scripts/bench.sh $(B) "$(BENCH_DIR)" $(BENCH_FORMAT)
 
 # ---- fuzzing (clang's libFuzzer) -----------------------------------------
 

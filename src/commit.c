@@ -412,12 +412,22 @@ static int advance_fence(const struct target *t, const struct fw_lock *lk,
  * NULL, unlink FILE) and sync the directory, and unlock.  TMP is emptied
  * once renamed, so nobody unlinks that name again.
  */
+/*
+ * Replacing or unlinking FILE frees its blocks at that moment, which for a
+ * large file takes long (tens of milliseconds per 100 MiB with discard) and
+ * would keep everybody waiting on the lock.  A descriptor held on the old
+ * inode moves that cost to its close(), after the unlock.  Not worth a
+ * system call for small files.
+ */
+#define DEFER_FREE_BYTES (1 << 20)
+
 static int fenced_change(const struct target *t, uint64_t token, char *tmp,
-                         const struct fw_opts *opts, struct fw_result *res)
+                         off_t old_size, const struct fw_opts *opts,
+                         struct fw_result *res)
 {
 	struct fw_record cur;
 	struct fw_lock lk;
-	int rc;
+	int rc, old_fd = -1;
 
 	rc = fence_lock(t, 1, ABSENT_CREATES, fw_deadline(opts->timeout_ms),
 	                opts, &lk, &cur, res);
@@ -435,6 +445,9 @@ static int fenced_change(const struct target *t, uint64_t token, char *tmp,
 	rc = advance_fence(t, &lk, &cur, token, tmp ? "commit" : "delete", res);
 	if (rc != FW_OK)
 		goto unlock;
+	if (old_size >= DEFER_FREE_BYTES)
+		old_fd = openat(t->dirfd, t->base, O_RDONLY | O_NOFOLLOW |
+		                O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (tmp) {
 		if (renameat(t->dirfd, tmp, t->dirfd, t->base) < 0) {
 			rc = fw_fail_sys(res, errno, "rename", t->path);
@@ -452,6 +465,8 @@ static int fenced_change(const struct target *t, uint64_t token, char *tmp,
 	rc = fw_ok(res);
 unlock:
 	fw_lock_release(&lk);
+	if (old_fd >= 0)
+		close(old_fd);   /* frees the old blocks, now unlocked */
 	return rc;
 }
 
@@ -477,6 +492,7 @@ struct fw_txn {
 	int fd;
 	char tmp[NAME_MAX + 1];         /* its name in FILE's directory */
 	char tmpshown[PATH_MAX + 64];   /* its path, for messages */
+	off_t old_size;                 /* FILE's size at begin, or 0 */
 };
 
 static void txn_free(struct fw_txn *txn)
@@ -514,6 +530,8 @@ int fw_txn_begin(struct fw_txn **out, const char *path,
 		rc = errno == ENOENT ? not_fenced(&txn->t, res)
 		                     : fw_fail_sys(res, errno, "stat",
 		                                   txn->t.fshown);
+	if (rc == 0)
+		txn->old_size = st.st_size;
 	if (rc == 0 || rc == 1) {
 		txn->fd = fw_tmp_create(txn->t.dirfd, txn->t.base,
 		                        rc == 0 ? 0600 : 0666, txn->tmp,
@@ -554,20 +572,19 @@ int fw_txn_write(struct fw_txn *txn, const void *buf, size_t len,
 int fw_txn_copy_fd(struct fw_txn *txn, int fd, const char *fd_name,
                    struct fw_result *res)
 {
-	char buf[65536];
+	int read_side;
 
-	for (;;) {
-		ssize_t n = read(fd, buf, sizeof(buf));
+	if (fw_copy_fd(fd, txn->fd, &txn->opts, &read_side) == 0)
+		return fw_ok(res);
+	if (read_side == 1)
+		return fw_fail_sys(res, errno, "read", fd_name);
+	if (read_side == 0)
+		return fw_fail_sys(res, errno, "write", txn->tmpshown);
+	{
+		char both[PATH_MAX + 512];
 
-		if (n == 0)
-			return fw_ok(res);
-		if (n < 0) {
-			if (errno == EINTR && !fw_cancelled(&txn->opts))
-				continue;
-			return fw_fail_sys(res, errno, "read", fd_name);
-		}
-		if (fw_write_all(txn->fd, buf, (size_t)n, &txn->opts) < 0)
-			return fw_fail_sys(res, errno, "write", txn->tmpshown);
+		snprintf(both, sizeof(both), "%s, %s", fd_name, txn->tmpshown);
+		return fw_fail_sys(res, errno, "copy", both);
 	}
 }
 
@@ -591,7 +608,8 @@ int fw_txn_commit(struct fw_txn *txn, uint64_t token, struct fw_result *res)
 	else if (fw_cancelled(&txn->opts))
 		rc = fw_fail_sys(res, EINTR, "commit", txn->t.path);
 	else
-		rc = fenced_change(&txn->t, token, txn->tmp, &txn->opts, res);
+		rc = fenced_change(&txn->t, token, txn->tmp, txn->old_size,
+		                   &txn->opts, res);
 	txn_free(txn);
 	return rc;
 }
@@ -632,7 +650,8 @@ int fw_delete(const char *path, uint64_t token, const struct fw_opts *opts,
 		return rc;
 	rc = file_state(&t, &st, res);
 	if (rc == 0 || rc == 1)
-		rc = fenced_change(&t, token, NULL, opts, res);
+		rc = fenced_change(&t, token, NULL, rc == 0 ? st.st_size : 0,
+		                   opts, res);
 	target_close(&t);
 	return rc;
 }

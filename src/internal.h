@@ -120,6 +120,9 @@ FW_HIDDEN int fw_write_all(int fd, const void *buf, size_t len,
                            const struct fw_opts *opts);
 FW_HIDDEN int fw_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 FW_HIDDEN ssize_t fw_pread_all(int fd, void *buf, size_t len, off_t off);
+/* IN to OUT until end of file; *READ_SIDE: 1 IN failed, 0 OUT, -1 either. */
+FW_HIDDEN int fw_copy_fd(int in, int out, const struct fw_opts *opts,
+                         int *read_side);
 FW_HIDDEN int fw_fsync(int fd);
 FW_HIDDEN int fw_fdatasync(int fd);
 

@@ -2,7 +2,10 @@
  * io.c - the few system calls whose short counts and EINTR every caller
  * would otherwise handle again.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -89,4 +92,59 @@ int fw_fdatasync(int fd)
 		rc = fdatasync(fd);
 	while (rc < 0 && errno == EINTR);
 	return rc;
+}
+
+/*
+ * Copy everything from IN to OUT in constant memory.  The kernel moves the
+ * bytes itself where it can: copy_file_range() from a regular file (a
+ * reflink or in-kernel copy), splice() from a pipe; anything else, or a
+ * kernel or filesystem that declines (EXDEV, EINVAL, ENOSYS, EOPNOTSUPP),
+ * takes the plain read/write loop, from where the fast path stopped.
+ * On failure *READ_SIDE tells which descriptor failed.
+ */
+int fw_copy_fd(int in, int out, const struct fw_opts *opts, int *read_side)
+{
+	char buf[65536];
+	struct stat st;
+	int kind = 0;   /* 1 copy_file_range, 2 splice, 0 read/write */
+
+	*read_side = 1;
+	if (fstat(in, &st) < 0)
+		return -1;
+	if (S_ISREG(st.st_mode))
+		kind = 1;
+	else if (S_ISFIFO(st.st_mode))
+		kind = 2;
+	while (kind) {
+		ssize_t n = kind == 1
+		        ? copy_file_range(in, NULL, out, NULL, 1 << 30, 0)
+		        : splice(in, NULL, out, NULL, 1 << 20, SPLICE_F_MOVE);
+
+		if (n == 0)
+			return 0;
+		if (n > 0)
+			continue;
+		if (errno == EINTR && !fw_cancelled(opts))
+			continue;
+		if (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+		    errno == EOPNOTSUPP)
+			break;   /* not here: the plain loop takes over */
+		*read_side = -1;   /* either side: the caller names both */
+		return -1;
+	}
+	for (;;) {
+		ssize_t n = read(in, buf, sizeof(buf));
+
+		if (n == 0)
+			return 0;
+		if (n < 0) {
+			if (errno == EINTR && !fw_cancelled(opts))
+				continue;
+			return -1;
+		}
+		if (fw_write_all(out, buf, (size_t)n, opts) < 0) {
+			*read_side = 0;
+			return -1;
+		}
+	}
 }

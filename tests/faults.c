@@ -3,7 +3,7 @@
  *
  * It sees every call of the write path (open, openat, write, pwrite, fsync,
  * fdatasync, rename, renameat, link, linkat, unlink, unlinkat, fcntl,
- * close, fchmod, fchown) and can:
+ * close, fchmod, fchown, copy_file_range, splice) and can:
  *
  *   - fail the Nth call of one kind with an errno: fwt_fault_arm() from a
  *     test, or FWT_FAULT="call:N:errno" in a child;
@@ -149,7 +149,8 @@ static int fault(const char *call)
 	}
 	if (strcmp(call, "fsync") == 0 || strcmp(call, "fdatasync") == 0 ||
 	    strcmp(call, "pwrite") == 0 || strcmp(call, "renameat") == 0 ||
-	    strcmp(call, "linkat") == 0) {
+	    strcmp(call, "linkat") == 0 || strcmp(call, "splice") == 0 ||
+	    strcmp(call, "copy_file_range") == 0) {
 		if (n + strlen(call) + 2 < sizeof(names))
 			snprintf(names + n, sizeof(names) - n, "%s%s",
 			         n ? " " : "", call);
@@ -394,4 +395,36 @@ int fchown(int fd, uid_t uid, gid_t gid)
 	if (fault("fchown"))
 		return -1;
 	return REAL("fchown", int (*)(int, uid_t, gid_t))(fd, uid, gid);
+}
+
+/* The kernel copy paths: seen (fwt_fault_trace) and made to fail.  While
+   tracing for the power-loss model they decline (ENOSYS), as a kernel
+   without them would: the library's fallback then writes through write(),
+   whose bytes the trace records. */
+ssize_t copy_file_range(int in, loff_t *inoff, int out, loff_t *outoff,
+                        size_t len, unsigned flags)
+{
+	if (fault("copy_file_range"))
+		return -1;
+	if (trace_fd >= 0) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return REAL("copy_file_range",
+	            ssize_t (*)(int, loff_t *, int, loff_t *, size_t, unsigned))
+	       (in, inoff, out, outoff, len, flags);
+}
+
+ssize_t splice(int in, loff_t *inoff, int out, loff_t *outoff, size_t len,
+               unsigned flags)
+{
+	if (fault("splice"))
+		return -1;
+	if (trace_fd >= 0) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return REAL("splice",
+	            ssize_t (*)(int, loff_t *, int, loff_t *, size_t, unsigned))
+	       (in, inoff, out, outoff, len, flags);
 }

@@ -10,6 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -127,6 +131,129 @@ static void failed_fence_creation_leaves_no_fence(void **state)
 	assert_int_equal(commit(1, "one", &res), FW_OK);
 }
 
+/* Stream INPUT_FD into "f" through the library; the commit's result. */
+static int stream(int input_fd, uint64_t token, struct fw_result *res)
+{
+	struct fw_txn *txn;
+	int rc = fw_txn_begin(&txn, "f", NULL, res);
+
+	if (rc != FW_OK)
+		return rc;
+	rc = fw_txn_copy_fd(txn, input_fd, "input", res);
+	if (rc != FW_OK) {
+		fw_txn_abort(txn);
+		return rc;
+	}
+	return fw_txn_commit(txn, token, res);
+}
+
+#define BIG (3 * 65536 + 123)
+
+static char *pattern(void)
+{
+	char *p = malloc(BIG + 1);
+
+	for (int i = 0; i < BIG; i++)
+		p[i] = (char)('A' + i % 53 % 26);
+	p[BIG] = '\0';
+	return p;
+}
+
+static int regular_input(const char *data)
+{
+	int fd;
+
+	fwt_spit("input", data);
+	fd = open("input", O_RDONLY);
+	assert_true(fd >= 0);
+	return fd;
+}
+
+/* A pipe filled by a child, so it can carry more than its buffer. */
+static int pipe_input(const char *data)
+{
+	int p[2];
+
+	assert_int_equal(pipe(p), 0);
+	if (fork() == 0) {
+		close(p[0]);
+		(void)!write(p[1], data, strlen(data));
+		_exit(0);
+	}
+	close(p[1]);
+	return p[0];
+}
+
+/* The kernel moves the bytes where it can, and the plain loop takes over
+   where it declines, even part-way. */
+static void copy_paths_and_their_fallbacks_give_the_same_bytes(void **state)
+{
+	static const struct {
+		int pipe;
+		const char *call;
+		int nth, err;
+		const char *want_in_trace;
+	} cases[] = {
+		{ 0, NULL, 0, 0, "copy_file_range" },
+		{ 1, NULL, 0, 0, "splice" },
+		{ 0, "copy_file_range", 1, EXDEV, "copy_file_range" },
+		{ 0, "copy_file_range", 2, EOPNOTSUPP, "copy_file_range" },
+		{ 1, "splice", 1, EINVAL, "splice" },
+		{ 1, "splice", 3, ENOSYS, "splice" },
+	};
+	char *data = pattern();
+	struct fw_result res;
+	uint64_t token = 1;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int fd = cases[i].pipe ? pipe_input(data) : regular_input(data);
+
+		arm(cases[i].call, cases[i].nth, cases[i].err);
+		if (stream(fd, token++, &res) != FW_OK)
+			fail_msg("case %zu: %s", i, res.message);
+		if (!strstr(trace(), cases[i].want_in_trace))
+			fail_msg("case %zu: trace '%s'", i, trace());
+		arm(NULL, 0, 0);
+		close(fd);
+		while (wait(NULL) > 0)
+			;
+		fwt_assert_content("f", data);
+	}
+	/* neither a file nor a pipe: a socket takes the plain loop */
+	{
+		int sv[2];
+
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+		if (fork() == 0) {
+			close(sv[0]);
+			(void)!write(sv[1], data, BIG);
+			_exit(0);
+		}
+		close(sv[1]);
+		arm(NULL, 0, 0);
+		assert_int_equal(stream(sv[0], token++, &res), FW_OK);
+		assert_null(strstr(trace(), "splice"));
+		assert_null(strstr(trace(), "copy_file_range"));
+		close(sv[0]);
+		wait(NULL);
+		fwt_assert_content("f", data);
+	}
+	/* a real error is reported, nothing committed, nothing left */
+	{
+		int fd = regular_input("short\n");
+
+		arm("copy_file_range", 1, EIO);
+		assert_int_equal(stream(fd, token++, &res), FW_SYSTEM);
+		arm(NULL, 0, 0);
+		assert_non_null(strstr(res.message, "copy(input, .f.fwtmp."));
+		close(fd);
+		fwt_assert_content("f", data);
+		assert_int_equal(fwt_count_tmp("."), 0);
+	}
+	free(data);
+}
+
 /* Through the command: exit 5 and a message naming call and path. */
 static void command_exits_5_on_io_error(void **state)
 {
@@ -152,6 +279,7 @@ int main(void)
 		T(each_failing_step_leaves_a_consistent_state),
 		T(interrupted_sync_is_retried),
 		T(failed_fence_creation_leaves_no_fence),
+		T(copy_paths_and_their_fallbacks_give_the_same_bytes),
 		T(command_exits_5_on_io_error),
 	};
 	return cmocka_run_group_tests_name("faults", tests, load_shim, NULL);
