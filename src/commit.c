@@ -210,17 +210,34 @@ static int not_fenced(const struct target *t, struct fw_result *res)
 	               "'fencedwrite --init %s'", t->path, t->fshown, t->path);
 }
 
-/* Give FD the bits (and owner) FILE has or will have. */
-static int set_mode(int fd, const struct stat *old, const struct fw_opts *o)
+/*
+ * The permission bits FILE is to have, for creating its replacement:
+ * FILE's own, the caller's, or 0666 (less the umask, applied by open).
+ */
+static mode_t wanted_mode(const struct stat *old, const struct fw_opts *o)
 {
-	if (old && (old->st_uid != geteuid() || old->st_gid != getegid()) &&
-	    fchown(fd, old->st_uid, old->st_gid) < 0 && errno != EPERM)
-		return -1;
-	/* After fchown, which may clear set-id bits. */
 	if (o->flags & FW_USE_MODE)
-		return fchmod(fd, o->mode & 07777);
-	if (old)
-		return fchmod(fd, old->st_mode & 07777);
+		return o->mode & 07777;
+	return old ? old->st_mode & 07777 : 0666;
+}
+
+/*
+ * Give FD (whose state is NOW) the owner and bits FILE has or will have.
+ * Most of the time the file was created right and nothing is called.
+ */
+static int set_mode(int fd, const struct stat *now, const struct stat *old,
+                    const struct fw_opts *o)
+{
+	mode_t want = wanted_mode(old, o);
+
+	if (old && (old->st_uid != now->st_uid || old->st_gid != now->st_gid)) {
+		if (fchown(fd, old->st_uid, old->st_gid) < 0 && errno != EPERM)
+			return -1;
+		/* fchown may have cleared set-id bits: set them again. */
+		return fchmod(fd, want);
+	}
+	if ((old || (o->flags & FW_USE_MODE)) && (now->st_mode & 07777) != want)
+		return fchmod(fd, want);
 	return 0;
 }
 
@@ -250,6 +267,7 @@ static int create_fence(const struct target *t, uint64_t token,
 {
 	char tmp[NAME_MAX + 1], image[FW_FENCE_SIZE];
 	struct fw_record rec;
+	struct stat now;
 	int fd, rc = FW_OK;
 
 	memset(&rec, 0, sizeof(rec));
@@ -257,8 +275,8 @@ static int create_fence(const struct target *t, uint64_t token,
 	fw_record_stamp(&rec, op);
 	fw_record_image(&rec, image);
 	tmp[0] = '\0';
-	fd = fw_tmp_create(t->fdirfd, t->fbase, file ? 0600 : 0666, tmp,
-	                   sizeof(tmp));
+	fd = fw_tmp_create(t->fdirfd, t->fbase, wanted_mode(file, opts) & 0777,
+	                   tmp, sizeof(tmp), &now);
 	if (fd < 0) {
 		char fdir[PATH_MAX], shown[PATH_MAX + 64];
 
@@ -266,7 +284,7 @@ static int create_fence(const struct target *t, uint64_t token,
 		                   tmp_shown(fdir_shown(t, fdir), t->fbase, "",
 		                             shown, sizeof(shown)));
 	}
-	if (set_mode(fd, file, opts) < 0)
+	if (set_mode(fd, &now, file, opts) < 0)
 		rc = fw_fail_sys(res, errno, "fchmod", t->fshown);
 	else if (fw_write_all(fd, image, sizeof(image), NULL) < 0)
 		rc = fw_fail_sys(res, errno, "write", t->fshown);
@@ -298,7 +316,13 @@ static int read_fence(const struct target *t, int fd, struct fw_record *rec,
                       struct fw_result *res)
 {
 	char image[FW_FENCE_SIZE + 1], why[160];
-	ssize_t n = fw_pread_all(fd, image, sizeof(image), 0);
+	ssize_t n;
+
+	/* One read of one byte more than a fence: a short count from a
+	   regular file is its end, so a longer file shows as 513. */
+	do
+		n = pread(fd, image, sizeof(image), 0);
+	while (n < 0 && errno == EINTR);
 
 	if (n < 0)
 		return fw_fail_sys(res, errno, "read", t->fshown);
@@ -533,16 +557,19 @@ int fw_txn_begin(struct fw_txn **out, const char *path,
 	if (rc == 0)
 		txn->old_size = st.st_size;
 	if (rc == 0 || rc == 1) {
+		struct stat now;
+
 		txn->fd = fw_tmp_create(txn->t.dirfd, txn->t.base,
-		                        rc == 0 ? 0600 : 0666, txn->tmp,
-		                        sizeof(txn->tmp));
+		                        wanted_mode(rc == 0 ? &st : NULL,
+		                                    &txn->opts) & 0777,
+		                        txn->tmp, sizeof(txn->tmp), &now);
 		if (txn->fd < 0)
 			txn->tmp[0] = '\0';
 		tmp_shown(txn->t.dirshown, txn->t.base, txn->tmp,
 		          txn->tmpshown, sizeof(txn->tmpshown));
 		if (txn->fd < 0)
 			rc = fw_fail_sys(res, errno, "open", txn->tmpshown);
-		else if (set_mode(txn->fd, rc == 0 ? &st : NULL,
+		else if (set_mode(txn->fd, &now, rc == 0 ? &st : NULL,
 		                  &txn->opts) < 0)
 			rc = fw_fail_sys(res, errno, "fchmod", txn->tmpshown);
 		else

@@ -106,9 +106,10 @@ FW_HIDDEN int64_t fw_deadline(long timeout_ms);
 #define FW_TMP_MARK ".fwtmp."
 
 /* Create ".BASE.fwtmp.RANDOM" in DIRFD, locked so no cleaner removes it.
-   NAME receives the name (size >= NAME_MAX + 1).  Returns the fd or -1. */
+   NAME receives the name (size >= NAME_MAX + 1), *ST the new file's
+   state.  Returns the fd or -1. */
 FW_HIDDEN int fw_tmp_create(int dirfd, const char *base, mode_t mode,
-                            char *name, size_t namelen);
+                            char *name, size_t namelen, struct stat *st);
 FW_HIDDEN void fw_tmp_discard(int dirfd, const char *name, int fd);
 /* Remove dead writers' leftovers for BASE in DIRFD; count them in *N. */
 FW_HIDDEN int fw_tmp_clean(int dirfd, const char *base, const char *shown,
@@ -119,7 +120,6 @@ FW_HIDDEN int fw_tmp_clean(int dirfd, const char *base, const char *shown,
 FW_HIDDEN int fw_write_all(int fd, const void *buf, size_t len,
                            const struct fw_opts *opts);
 FW_HIDDEN int fw_pwrite_all(int fd, const void *buf, size_t len, off_t off);
-FW_HIDDEN ssize_t fw_pread_all(int fd, void *buf, size_t len, off_t off);
 /* IN to OUT until end of file; *READ_SIDE: 1 IN failed, 0 OUT, -1 either. */
 FW_HIDDEN int fw_copy_fd(int in, int out, const struct fw_opts *opts,
                          int *read_side);

@@ -49,26 +49,6 @@ int fw_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 	return 0;
 }
 
-ssize_t fw_pread_all(int fd, void *buf, size_t len, off_t off)
-{
-	char *p = buf;
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = pread(fd, p + got, len - got, off + (off_t)got);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
-
 /*
  * A failed fsync is never retried as if nothing happened: after EIO the
  * kernel may have dropped the dirty pages, and a second fsync would report

@@ -225,16 +225,6 @@ static int set_lock(int fd, short type, int wait, int *ofd)
 	}
 }
 
-static void unlock_fd(int fd, int ofd)
-{
-	struct flock fl;
-
-	memset(&fl, 0, sizeof(fl));
-	fl.l_type = F_UNLCK;
-	fl.l_whence = SEEK_SET;
-	(void)fcntl(fd, ofd ? F_OFD_SETLK : F_SETLK, &fl);
-}
-
 int fw_lock_try(int fd, int wait)
 {
 	int ofd = 1, rc;
@@ -283,10 +273,9 @@ void fw_lock_release(struct fw_lock *lk)
 {
 	if (lk->fd < 0)
 		return;
-	/* Unlock explicitly before close: on NFS the unlock is the moment
-	   the server forgets us, and it must come after every write and
-	   fsync of the commit (the caller has done those). */
-	unlock_fd(lk->fd, lk->ofd);
+	/* close() releases the lock, whichever kind; on NFS it is also the
+	   moment the server forgets us, so every write and sync of the
+	   commit has been made before this point (the caller's job). */
 	close(lk->fd);
 	lk->fd = -1;
 	guard_release(lk->guard);

@@ -51,11 +51,10 @@ static void random_suffix(char out[SUFFIX_LEN + 1])
 }
 
 int fw_tmp_create(int dirfd, const char *base, mode_t mode, char *name,
-                  size_t namelen)
+                  size_t namelen, struct stat *st)
 {
 	for (int attempt = 0; attempt < 100; attempt++) {
 		char suffix[SUFFIX_LEN + 1];
-		struct stat st;
 		int fd, n;
 
 		random_suffix(suffix);
@@ -72,7 +71,7 @@ int fw_tmp_create(int dirfd, const char *base, mode_t mode, char *name,
 				continue;
 			return -1;
 		}
-		if (fw_lock_try(fd, 1) < 0 || fstat(fd, &st) < 0) {
+		if (fw_lock_try(fd, 1) < 0 || fstat(fd, st) < 0) {
 			int err = errno;
 
 			unlinkat(dirfd, name, 0);
@@ -80,7 +79,7 @@ int fw_tmp_create(int dirfd, const char *base, mode_t mode, char *name,
 			errno = err;
 			return -1;
 		}
-		if (st.st_nlink > 0)
+		if (st->st_nlink > 0)
 			return fd;
 		close(fd);  /* a cleaner took it before we locked it */
 	}
