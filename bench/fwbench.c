@@ -162,13 +162,28 @@ static int bench_small(const char *dir, int rounds, int ops, size_t size)
 	return 0;
 }
 
-/* ---- hold: lock hold time, seen by interposing fcntl ------------------
- * This program links the library statically, so its calls to fcntl()
- * resolve here first.  The fence is the only file the library unlocks
- * explicitly (F_UNLCK); the time from the last grant on that descriptor to
- * the unlock is the hold time.
+/* ---- hold: lock hold time, seen by interposing fcntl and close ---------
+ * This program links the library statically, so its calls to fcntl() and
+ * close() resolve here first.  The last lock a commit takes is the fence's
+ * (the temporary file's was taken when it was created); the lock is
+ * released by close().  From that grant to that close is the hold time.
  */
-static int64_t granted_at[1024], last_hold;
+static int64_t granted_at, last_hold;
+static int granted_fd = -1;
+
+int close(int fd);
+int close(int fd)
+{
+	static int (*real)(int);
+
+	if (!real)
+		real = (int (*)(int))dlsym(RTLD_NEXT, "close");
+	if (fd == granted_fd) {
+		last_hold = now_ns() - granted_at;
+		granted_fd = -1;
+	}
+	return real(fd);
+}
 
 /* Under _FILE_OFFSET_BITS=64 glibc's header names this symbol fcntl64,
    the one the library calls. */
@@ -185,17 +200,15 @@ int fcntl(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	arg = va_arg(ap, void *);
 	va_end(ap);
-	if ((cmd == F_OFD_SETLKW || cmd == F_OFD_SETLK || cmd == F_SETLK ||
-	     cmd == F_SETLKW) && fd >= 0 && fd < 1024) {
+	if (cmd == F_OFD_SETLKW || cmd == F_OFD_SETLK || cmd == F_SETLK ||
+	    cmd == F_SETLKW) {
 		struct flock *fl = arg;
 
-		if (fl->l_type == F_UNLCK && granted_at[fd]) {
-			last_hold = now_ns() - granted_at[fd];
-			granted_at[fd] = 0;
-		}
 		rc = real(fd, cmd, arg);
-		if (rc == 0 && fl->l_type != F_UNLCK)
-			granted_at[fd] = now_ns();
+		if (rc == 0 && fl->l_type != F_UNLCK) {
+			granted_fd = fd;
+			granted_at = now_ns();
+		}
 		return rc;
 	}
 	return real(fd, cmd, arg);
