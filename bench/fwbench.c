@@ -498,8 +498,12 @@ static int bench_large(const char *dir, size_t size, int rounds,
 		char *f[] = { (char *)fw, "-t", tok, fw_dst, NULL };
 		char *p[] = { "sh", "-c", pipe_cmd, NULL };
 
+		/* Each timed run starts from a synced disk: otherwise it pays
+		   for the previous run's writeback and discards. */
+		sync();
 		tc[r] = run_process(cp, NULL, NULL) + run_process(sync1, NULL, NULL);
 		snprintf(tok, sizeof(tok), "%llu", (unsigned long long)next_token++);
+		sync();
 		tfile[r] = run_process(f, src, &rss);
 		rss_file = rss > rss_file ? rss : rss_file;
 		snprintf(tok, sizeof(tok), "%llu", (unsigned long long)next_token++);
@@ -507,6 +511,7 @@ static int bench_large(const char *dir, size_t size, int rounds,
 		         "cat '%s' | '%s' -t %s '%s'", src, fw, tok, fw_dst);
 		/* Peak RSS of the whole pipeline (the shell reaps cat and
 		   fencedwrite): an upper bound for fencedwrite's own. */
+		sync();
 		tpipe[r] = run_process(p, NULL, &rss);
 		rss_pipe = rss > rss_pipe ? rss : rss_pipe;
 	}
