@@ -31,8 +31,8 @@ ALL_CFLAGS += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 LDFLAGS    += -fsanitize=address,undefined
 endif
 
-LIB_SRC := src/commit.c src/fence_record.c src/io.c src/lock.c \
-           src/status.c src/tmpfile.c src/token.c
+LIB_SRC := src/commit.c src/doctor.c src/fence_record.c src/io.c src/lock.c \
+           src/mount.c src/status.c src/target.c src/tmpfile.c src/token.c
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 HEADERS := src/fencedwrite.h src/internal.h
 
@@ -42,7 +42,7 @@ SHARED  := $(B)/libfencedwrite.so.$(VERSION)
 BIN     := $(B)/fencedwrite
 
 TESTS   := test_token test_fence_record test_lock test_commit test_cli \
-           test_contention test_faults test_crash test_hostile
+           test_contention test_faults test_crash test_hostile test_mount
 # A suite named NAME@noofd runs again with OFD locks refused (tests/noofd.c),
 # so the classic-lock fallback and its in-process guard are tested too.
 # NAME@faults runs under tests/faults.c, which fails chosen system calls.

@@ -6,7 +6,8 @@ set -u
 build=$1
 shift
 FW_BIN=$(cd "$build" && pwd)/fencedwrite
-export FW_BIN
+FWT_FIXTURES=$(cd "$(dirname "$0")/../tests/fixtures" && pwd)
+export FW_BIN FWT_FIXTURES
 passed=0
 failed=0
 failures=""

@@ -207,6 +207,62 @@ static int do_show(struct cli *c, struct fw_result *res)
 	return FW_OK;
 }
 
+static const char *scope_name(int scope)
+{
+	switch (scope) {
+	case FW_SCOPE_SHARED: return "all hosts";
+	case FW_SCOPE_LOCAL: return "this host (a local filesystem)";
+	case FW_SCOPE_UNSAFE: return "this host only";
+	default: return "unknown";
+	}
+}
+
+static int do_doctor(struct cli *c, struct fw_result *res)
+{
+	struct fw_doctor_report r;
+	int rc = fw_doctor(c->file, &c->opts, &r, res);
+
+	if (rc != FW_OK && rc != FW_UNSAFE)
+		return rc;
+	if (rc == FW_UNSAFE && !r.mount.fstype[0])
+		return rc;   /* no mount found: the message says so */
+	if (c->json) {
+		printf("{\"file\":");
+		json_string(c->file);
+		printf(",\"fstype\":");
+		json_string(r.mount.fstype);
+		printf(",\"source\":");
+		json_string(r.mount.source);
+		printf(",\"mount_point\":");
+		json_string(r.mount.mount_point);
+		printf(",\"options\":");
+		json_string(r.mount.options);
+		printf(",\"lock_kind\":\"%s\",\"lock_granted\":%s,"
+		       "\"locks_reach\":\"%s\",\"o_tmpfile\":%s,\"safe\":%s,"
+		       "\"why\":", r.lock_kind, r.lock_granted ? "true" : "false",
+		       r.mount.scope == FW_SCOPE_SHARED ? "all hosts"
+		       : r.mount.scope == FW_SCOPE_UNKNOWN ? "unknown"
+		       : "this host", r.o_tmpfile ? "true" : "false",
+		       r.safe ? "true" : "false");
+		json_string(r.mount.why);
+		printf("}\n");
+	} else {
+		printf("file:        %s\n", c->file);
+		printf("filesystem:  %s, %s on %s\n", r.mount.fstype,
+		       r.mount.source, r.mount.mount_point);
+		printf("options:     %s\n", r.mount.options[0] ? r.mount.options
+		                                             : "(none that matter)");
+		printf("lock:        %s lock, %s\n", r.lock_kind,
+		       r.lock_granted ? "granted" : "not granted (busy)");
+		printf("locks reach: %s\n", scope_name(r.mount.scope));
+		printf("O_TMPFILE:   %s\n", r.o_tmpfile ? "yes" : "no");
+		printf("verdict:     %s: %s\n", r.safe ? "fencing holds"
+		       : "fencing cannot hold", r.mount.why);
+	}
+	res->message[0] = '\0';   /* the report said it */
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli c;
@@ -239,6 +295,7 @@ int main(int argc, char **argv)
 	case CHECK: rc = fw_check(c.file, c.token, &c.opts, &res); break;
 	case SHOW: rc = do_show(&c, &res); break;
 	case INIT: rc = fw_init(c.file, c.token, &c.opts, &res); break;
+	case DOCTOR: rc = do_doctor(&c, &res); break;
 	case CLEAN:
 		rc = fw_clean(c.file, &c.opts, &removed, &res);
 		if (rc == FW_OK && removed && !c.quiet)

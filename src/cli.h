@@ -9,7 +9,7 @@
 
 #define PROG "fencedwrite"
 
-enum action { WRITE, DELETE, CHECK, SHOW, INIT, CLEAN };
+enum action { WRITE, DELETE, CHECK, SHOW, INIT, CLEAN, DOCTOR };
 
 struct cli {
 	enum action action;

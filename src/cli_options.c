@@ -20,7 +20,8 @@ static void usage_line(FILE *out)
 	        "       " PROG " --check -t N [OPTIONS] FILE\n"
 	        "       " PROG " --show [--json] [OPTIONS] FILE\n"
 	        "       " PROG " --init [-t N] [OPTIONS] FILE\n"
-	        "       " PROG " --clean [OPTIONS] FILE\n");
+	        "       " PROG " --clean [OPTIONS] FILE\n"
+	        "       " PROG " --doctor [--json] [OPTIONS] FILE\n");
 }
 
 static void help(void)
@@ -39,6 +40,8 @@ static void help(void)
 	      "      --init            adopt an existing FILE: create its fence with\n"
 	      "                        token N (default 0)\n"
 	      "      --clean           remove temporary files of writers that died\n"
+	      "      --doctor          tell whether fencing can hold where FILE lives\n"
+	      "                        (exit 0 if so, 3 if not)\n"
 	      "\n"
 	      "Options:\n"
 	      "  -t, --token N         the fencing token: decimal, 1 to 18446744073709551615\n"
@@ -51,7 +54,12 @@ static void help(void)
 	      "      --allow-equal     accept a token equal to the fence's\n"
 	      "      --mode OCTAL      permission bits for FILE (default: keep FILE's,\n"
 	      "                        or 0666 & ~umask for a new FILE)\n"
-	      "      --json            with --show: print the whole fence record as JSON\n"
+	      "      --json            with --show or --doctor: print JSON\n"
+	      "      --local-locks-ok  write even where locks exclude only this host\n"
+	      "                        (NFS nolock, local_lock=posix|all): only if every\n"
+	      "                        writer runs on this host\n"
+	      "      --mountinfo FILE  read the mount table from FILE instead of\n"
+	      "                        /proc/self/mountinfo (diagnosis, tests)\n"
 	      "  -q, --quiet           no message for exit 1 (stale) or 4 (lock busy)\n"
 	      "  -h, --help            show this help and exit\n"
 	      "  -V, --version         show the version and exit\n"
@@ -135,7 +143,8 @@ static int set_action(struct cli *c, enum action a)
 int fw_cli_parse(struct cli *c, int argc, char **argv)
 {
 	enum { OPT_FENCE = 256, OPT_TOKEN_ENV, OPT_ALLOW_EQUAL, OPT_MODE, OPT_JSON,
-	       OPT_DELETE, OPT_CHECK, OPT_SHOW, OPT_INIT, OPT_CLEAN };
+	       OPT_DELETE, OPT_CHECK, OPT_SHOW, OPT_INIT, OPT_CLEAN, OPT_DOCTOR,
+	       OPT_LOCAL_LOCKS_OK, OPT_MOUNTINFO };
 	static const struct option longopts[] = {
 		{ "token", required_argument, NULL, 't' },
 		{ "token-env", required_argument, NULL, OPT_TOKEN_ENV },
@@ -145,12 +154,15 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 		{ "allow-equal", no_argument, NULL, OPT_ALLOW_EQUAL },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "local-locks-ok", no_argument, NULL, OPT_LOCAL_LOCKS_OK },
+		{ "mountinfo", required_argument, NULL, OPT_MOUNTINFO },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "delete", no_argument, NULL, OPT_DELETE },
 		{ "check", no_argument, NULL, OPT_CHECK },
 		{ "show", no_argument, NULL, OPT_SHOW },
 		{ "init", no_argument, NULL, OPT_INIT },
 		{ "clean", no_argument, NULL, OPT_CLEAN },
+		{ "doctor", no_argument, NULL, OPT_DOCTOR },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -213,12 +225,18 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 			c->quiet = 1;
 			break;
 		case OPT_DELETE: case OPT_CHECK: case OPT_SHOW: case OPT_INIT:
-		case OPT_CLEAN:
+		case OPT_CLEAN: case OPT_DOCTOR:
 			if (set_action(c, (enum action[]){ DELETE, CHECK, SHOW,
-			               INIT, CLEAN }[ch - OPT_DELETE]) < 0)
+			               INIT, CLEAN, DOCTOR }[ch - OPT_DELETE]) < 0)
 				return usage_error("%s", "only one of --delete, "
-				                   "--check, --show, --init, --clean "
-				                   "may be given");
+				                   "--check, --show, --init, --clean, "
+				                   "--doctor may be given");
+			break;
+		case OPT_LOCAL_LOCKS_OK:
+			c->opts.flags |= FW_LOCAL_LOCKS_OK;
+			break;
+		case OPT_MOUNTINFO:
+			c->opts.mountinfo = optarg;
 			break;
 		case 'h':
 			help();
@@ -245,15 +263,16 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 			return usage_error("%s", "no CMD after --");
 		c->cmd = argv + optind + 2;
 	}
-	if (c->json && c->action != SHOW)
-		return usage_error("%s", "--json goes with --show");
+	if (c->json && c->action != SHOW && c->action != DOCTOR)
+		return usage_error("%s", "--json goes with --show or --doctor");
 	if (!c->token_text && (c->action == WRITE || c->action == DELETE ||
 	                       c->action == CHECK))
 		return usage_error("%s", "no token given: use -t N or "
 		                   "--token-env NAME");
-	if (c->token_text && (c->action == SHOW || c->action == CLEAN))
-		return usage_error("%s", "a token has no meaning with --show or "
-		                   "--clean");
+	if (c->token_text && (c->action == SHOW || c->action == CLEAN ||
+	                      c->action == DOCTOR))
+		return usage_error("%s", "a token has no meaning with --show, "
+		                   "--clean or --doctor");
 	if (c->action == WRITE && !c->cmd && c->stdin_closed)
 		return usage_error("%s", "standard input is closed: give the "
 		                   "content on standard input or as -- CMD");

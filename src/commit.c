@@ -32,11 +32,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "internal.h"
 
-#define FENCE_SUFFIX ".fence"
 
 void fw_opts_init(struct fw_opts *opts)
 {
@@ -44,65 +44,7 @@ void fw_opts_init(struct fw_opts *opts)
 	opts->timeout_ms = -1;
 }
 
-static const struct fw_opts default_opts = { NULL, -1, 0, 0, NULL };
-
-/* ---- where FILE and its fence are ------------------------------------ */
-
-struct target {
-	const char *path;          /* FILE as the caller named it */
-	int dirfd;                 /* FILE's directory */
-	char base[NAME_MAX + 1];   /* FILE's name in it */
-	char dirshown[PATH_MAX];   /* the directory, for messages */
-	int fdirfd;                /* the fence's directory (may be dirfd) */
-	char fbase[NAME_MAX + 1];
-	char fshown[PATH_MAX];     /* the fence's path, for messages */
-};
-
-/* Split PATH into a directory and a last component that names a file. */
-static int split(const char *path, char *dir, size_t dirlen, char *base,
-                 struct fw_result *res)
-{
-	const char *slash = strrchr(path, '/');
-	const char *name = slash ? slash + 1 : path;
-	size_t dlen = slash ? (size_t)(slash - path) : 1;
-
-	size_t nlen = strlen(name);
-
-	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
-		return fw_fail(res, FW_USAGE, "%s: not a file name", path);
-	if (nlen > NAME_MAX || dlen + 1 > dirlen)
-		return fw_fail_sys(res, ENAMETOOLONG, "open", path);
-	if (!slash)
-		dir[0] = '.', dlen = 1;
-	else if (dlen == 0)
-		dir[0] = '/', dlen = 1;
-	else
-		memcpy(dir, path, dlen);
-	dir[dlen] = '\0';
-	memcpy(base, name, nlen + 1);   /* base holds NAME_MAX + 1 */
-	return FW_OK;
-}
-
-static int open_dir(const char *dir, struct fw_result *res)
-{
-	int fd;
-
-	do
-		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	while (fd < 0 && errno == EINTR);
-	if (fd < 0)
-		fw_set_sys_result(res, errno, "open", dir);
-	return fd;
-}
-
-static void target_close(struct target *t)
-{
-	if (t->fdirfd >= 0 && t->fdirfd != t->dirfd)
-		close(t->fdirfd);
-	if (t->dirfd >= 0)
-		close(t->dirfd);
-	t->dirfd = t->fdirfd = -1;
-}
+static const struct fw_opts default_opts = { NULL, -1, 0, 0, NULL, NULL };
 
 /*
  * A temporary file's path for messages: NAME in DIR, or, when NAME is
@@ -123,58 +65,36 @@ static const char *tmp_shown(const char *dir, const char *base,
 	return buf;
 }
 
-static int target_open(struct target *t, const char *path,
-                       const struct fw_opts *opts, struct fw_result *res)
+/*
+ * Refuse to write where the fence's lock cannot exclude other hosts (NFS
+ * mounted nolock or local_lock=posix|all, SMB nobrl, ...): there two hosts
+ * can both pass the check and the fence can go backwards.  One fstatfs()
+ * tells local filesystems apart; only the others cost a look at the mount
+ * table.  A table named in OPTS is always consulted.
+ */
+static int check_mount(const struct target *t, const struct fw_opts *opts,
+                       struct fw_result *res)
 {
+	struct fw_mount_info m;
+	struct statfs sf;
 	int rc;
 
-	t->dirfd = t->fdirfd = -1;
-	t->path = path;
-	if (!path || !*path)
-		return fw_fail(res, FW_USAGE, "no file named");
-	rc = split(path, t->dirshown, sizeof(t->dirshown), t->base, res);
-	if (rc != FW_OK)
+	if (!opts->mountinfo) {
+		if (fstatfs(t->fdirfd, &sf) < 0)
+			return fw_fail_sys(res, errno, "statfs", t->fshown);
+		if (!fw_mount_needs_check((long)sf.f_type))
+			return FW_OK;
+	}
+	rc = fw_mount_of(t->fdirfd, t->fshown, opts->mountinfo, &m, res);
+	if (rc != FW_OK || m.scope != FW_SCOPE_UNSAFE ||
+	    (opts->flags & FW_LOCAL_LOCKS_OK))
 		return rc;
-	t->dirfd = open_dir(t->dirshown, res);
-	if (t->dirfd < 0)
-		return FW_SYSTEM;
-	if (!opts->fence_path) {
-		size_t blen = strlen(t->base), plen = strlen(path);
-
-		if (blen + sizeof(FENCE_SUFFIX) > sizeof(t->fbase) ||
-		    plen + sizeof(FENCE_SUFFIX) > sizeof(t->fshown)) {
-			target_close(t);
-			return fw_fail_sys(res, ENAMETOOLONG, "open", path);
-		}
-		memcpy(t->fbase, t->base, blen);
-		memcpy(t->fbase + blen, FENCE_SUFFIX, sizeof(FENCE_SUFFIX));
-		memcpy(t->fshown, path, plen);
-		memcpy(t->fshown + plen, FENCE_SUFFIX, sizeof(FENCE_SUFFIX));
-		t->fdirfd = t->dirfd;
-		return FW_OK;
-	}
-	snprintf(t->fshown, sizeof(t->fshown), "%s", opts->fence_path);
-	{
-		char fdir[PATH_MAX];
-		struct stat a, b;
-
-		rc = split(opts->fence_path, fdir, sizeof(fdir), t->fbase, res);
-		if (rc == FW_OK)
-			t->fdirfd = open_dir(fdir, res);
-		if (rc != FW_OK || t->fdirfd < 0) {
-			target_close(t);
-			return rc != FW_OK ? rc : FW_SYSTEM;
-		}
-		if (fstat(t->dirfd, &a) == 0 && fstat(t->fdirfd, &b) == 0 &&
-		    a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
-		    !strcmp(t->base, t->fbase)) {
-			target_close(t);
-			return fw_fail(res, FW_USAGE,
-			               "%s: the fence cannot be the file itself",
-			               path);
-		}
-	}
-	return FW_OK;
+	return fw_fail(res, FW_UNSAFE,
+	               "%s is on %s %s (mounted on %s): %s, so fencing cannot "
+	               "hold between hosts; remount (NFS: without nolock, "
+	               "local_lock=none) or, if every writer runs on this "
+	               "host, allow it (--local-locks-ok)", t->fshown,
+	               m.fstype, m.source, m.mount_point, m.why);
 }
 
 /*
@@ -505,7 +425,7 @@ static int start(struct target *t, const char *path,
 		res->fence_read = 0;
 		res->sys_errno = 0;
 	}
-	return target_open(t, path, *opts, res);
+	return fw_target_open(t, path, *opts, res);
 }
 
 /* ---- the streaming transaction --------------------------------------- */
@@ -522,7 +442,7 @@ struct fw_txn {
 static void txn_free(struct fw_txn *txn)
 {
 	fw_tmp_discard(txn->t.dirfd, txn->tmp, txn->fd);
-	target_close(&txn->t);
+	fw_target_close(&txn->t);
 	free(txn);
 }
 
@@ -541,12 +461,14 @@ int fw_txn_begin(struct fw_txn **out, const char *path,
 		return fw_fail_sys(res, ENOMEM, "malloc", path ? path : "");
 	txn->opts = opts ? *opts : default_opts;
 	txn->fd = -1;
-	rc = target_open(&txn->t, path, &txn->opts, res);
+	rc = fw_target_open(&txn->t, path, &txn->opts, res);
 	if (rc != FW_OK) {
 		free(txn);
 		return rc;
 	}
-	rc = file_state(&txn->t, &st, res);
+	rc = check_mount(&txn->t, &txn->opts, res);
+	if (rc == FW_OK)
+		rc = file_state(&txn->t, &st, res);
 	/* Fail before the producer runs, not after: an existing FILE with
 	   no fence can never be committed. */
 	if (rc == 0 &&
@@ -675,11 +597,13 @@ int fw_delete(const char *path, uint64_t token, const struct fw_opts *opts,
 	rc = start(&t, path, &opts, res);
 	if (rc != FW_OK)
 		return rc;
-	rc = file_state(&t, &st, res);
+	rc = check_mount(&t, opts, res);
+	if (rc == FW_OK)
+		rc = file_state(&t, &st, res);
 	if (rc == 0 || rc == 1)
 		rc = fenced_change(&t, token, NULL, rc == 0 ? st.st_size : 0,
 		                   opts, res);
-	target_close(&t);
+	fw_target_close(&t);
 	return rc;
 }
 
@@ -707,7 +631,7 @@ int fw_check(const char *path, uint64_t token, const struct fw_opts *opts,
 		             ? fw_ok(res) : stale(&t, token, cur.token, res);
 		fw_lock_release(&lk);
 	}
-	target_close(&t);
+	fw_target_close(&t);
 	return rc;
 }
 
@@ -734,7 +658,7 @@ int fw_show(const char *path, const struct fw_opts *opts,
 		memcpy(info->op, cur.op, sizeof(info->op));
 		rc = fw_ok(res);
 	}
-	target_close(&t);
+	fw_target_close(&t);
 	return rc;
 }
 
@@ -748,7 +672,9 @@ int fw_init(const char *path, uint64_t token, const struct fw_opts *opts,
 	rc = start(&t, path, &opts, res);
 	if (rc != FW_OK)
 		return rc;
-	rc = file_state(&t, &st, res);
+	rc = check_mount(&t, opts, res);
+	if (rc == FW_OK)
+		rc = file_state(&t, &st, res);
 	if (rc == 0 || rc == 1)
 		rc = create_fence(&t, token, "init", rc == 0 ? &st : NULL, opts,
 		                  res);
@@ -768,7 +694,7 @@ int fw_init(const char *path, uint64_t token, const struct fw_opts *opts,
 	} else if (rc == FW_OK) {
 		rc = fw_ok(res);
 	}
-	target_close(&t);
+	fw_target_close(&t);
 	return rc;
 }
 
@@ -791,6 +717,6 @@ int fw_clean(const char *path, const struct fw_opts *opts, unsigned *removed,
 		rc = fw_ok(res);
 	if (removed)
 		*removed = n;
-	target_close(&t);
+	fw_target_close(&t);
 	return rc;
 }

@@ -84,6 +84,10 @@ struct fw_result {
 /* Flags for struct fw_opts.flags. */
 #define FW_ALLOW_EQUAL 0x1u  /* accept a token equal to the fence's */
 #define FW_USE_MODE    0x2u  /* give FILE the permission bits in .mode */
+/* Write even where fcntl locks exclude only this host's processes (NFS
+   mounted nolock or local_lock=posix|all): only for setups whose writers
+   all run on one host. */
+#define FW_LOCAL_LOCKS_OK 0x4u
 
 struct fw_opts {
 	/* Fence path; NULL means FILE with ".fence" appended. */
@@ -96,6 +100,9 @@ struct fw_opts {
 	   existing FILE keeps its bits (and owner and group, where the process
 	   may set them) and a new FILE gets 0666 & ~umask. */
 	mode_t mode;
+	/* The mount table to consult; NULL means /proc/self/mountinfo.  For
+	   diagnosis and tests. */
+	const char *mountinfo;
 	/* If not NULL, a flag the caller's signal handler sets.  A system call
 	   interrupted (EINTR) while it is set ends the call with FW_SYSTEM and
 	   sys_errno EINTR, after removing the temporary file, provided the
@@ -205,6 +212,55 @@ int fw_show(const char *path, const struct fw_opts *opts,
  */
 int fw_init(const char *path, uint64_t token, const struct fw_opts *opts,
             struct fw_result *res);
+
+/*
+ * Where PATH lives, and whether fencing can hold there.  Fencing is only as
+ * good as the fcntl lock that serialises check and commit: it must exclude
+ * every writer, on every host.
+ */
+enum fw_lock_scope {
+	FW_SCOPE_SHARED,    /* a network filesystem whose locks reach all hosts */
+	FW_SCOPE_LOCAL,     /* a local filesystem: safe among this host's writers */
+	FW_SCOPE_UNSAFE,    /* a shared filesystem whose locks stay on this host */
+	FW_SCOPE_UNKNOWN    /* cannot tell (FUSE and others): treated as unsafe */
+};
+
+struct fw_mount_info {
+	char fstype[64];        /* "ext4", "nfs4", "fuse.sshfs", ... */
+	char source[256];       /* "server:/export", "/dev/vda1", ... */
+	char mount_point[1024];
+	char options[512];      /* the options that matter here, or "" */
+	int scope;              /* enum fw_lock_scope */
+	char why[256];          /* one line: what decides the scope */
+};
+
+struct fw_doctor_report {
+	struct fw_mount_info mount;
+	char lock_kind[8];      /* "ofd" or "classic" */
+	int lock_granted;       /* 1 if a test lock was granted */
+	int o_tmpfile;          /* 1 if O_TMPFILE works in the directory */
+	int safe;               /* 1 if fencing holds (scope SHARED or LOCAL) */
+};
+
+/*
+ * Analyse MOUNTINFO (the text of /proc/self/mountinfo) for the mount with
+ * id MNT_ID, or, when MNT_ID is 0, the mount of device MAJOR:MINOR (the
+ * last such line, as the kernel lists later mounts after earlier ones).
+ * A pure function, for tests and tools.  FW_OK, or FW_UNSAFE if no line
+ * matches.
+ */
+int fw_mount_analyse(const char *mountinfo, unsigned long long mnt_id,
+                     unsigned major, unsigned minor,
+                     struct fw_mount_info *info);
+
+/*
+ * Examine PATH's directory: its mount (fw_mount_analyse on the mount
+ * table), the lock kind that works there and whether a lock is granted,
+ * and whether O_TMPFILE works.  Changes nothing.  FW_OK if fencing holds,
+ * FW_UNSAFE if not (REP says why), or another failure code.
+ */
+int fw_doctor(const char *path, const struct fw_opts *opts,
+              struct fw_doctor_report *rep, struct fw_result *res);
 
 /*
  * Remove temporary files left in PATH's directory by writers of PATH (and

@@ -34,6 +34,34 @@ FW_HIDDEN void fw_set_sys_result(struct fw_result *res, int err,
 /* True when a call that failed with EINTR must not be retried. */
 FW_HIDDEN int fw_cancelled(const struct fw_opts *opts);
 
+/* ---- target.c: FILE's directory and fence ----------------------------- */
+
+#include <limits.h>
+
+struct target {
+	const char *path;          /* FILE as the caller named it */
+	int dirfd;                 /* FILE's directory */
+	char base[NAME_MAX + 1];   /* FILE's name in it */
+	char dirshown[PATH_MAX];   /* the directory, for messages */
+	int fdirfd;                /* the fence's directory (may be dirfd) */
+	char fbase[NAME_MAX + 1];
+	char fshown[PATH_MAX];     /* the fence's path, for messages */
+};
+
+/* Open FILE's directory (and the fence's, if elsewhere); FW_OK or a code. */
+FW_HIDDEN int fw_target_open(struct target *t, const char *path,
+                             const struct fw_opts *opts,
+                             struct fw_result *res);
+FW_HIDDEN void fw_target_close(struct target *t);
+
+/* ---- mount.c: where a file lives -------------------------------------- */
+
+/* Analyse the mount of DIRFD in TABLE (NULL: /proc/self/mountinfo). */
+FW_HIDDEN int fw_mount_of(int dirfd, const char *shown, const char *table,
+                          struct fw_mount_info *info, struct fw_result *res);
+/* 1 if statfs type F_TYPE may keep locks from other hosts. */
+FW_HIDDEN int fw_mount_needs_check(long f_type);
+
 /* ---- fence_record.c: the fence file format --------------------------- */
 
 #define FW_SLOT_SIZE 256
@@ -98,6 +126,9 @@ FW_HIDDEN void fw_lock_release(struct fw_lock *lk);
  * Returns 1 if granted, 0 if another holder has it, -1 with errno set.
  */
 FW_HIDDEN int fw_lock_try(int fd, int wait);
+/* Try a lock on FD without waiting, for diagnosis: KIND gets "ofd" or
+   "classic"; 1 granted (and released again), 0 busy, -1 error. */
+FW_HIDDEN int fw_lock_probe(int fd, int exclusive, char kind[8]);
 FW_HIDDEN int64_t fw_now_ns(void);
 FW_HIDDEN int64_t fw_deadline(long timeout_ms);
 

@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -223,6 +224,24 @@ static int set_lock(int fd, short type, int wait, int *ofd)
 		}
 		return -1;
 	}
+}
+
+int fw_lock_probe(int fd, int exclusive, char kind[8])
+{
+	int ofd = 1, rc;
+	struct flock fl;
+
+	do
+		rc = set_lock(fd, exclusive ? F_WRLCK : F_RDLCK, 0, &ofd);
+	while (rc < 0 && errno == EINTR);
+	snprintf(kind, 8, "%s", ofd ? "ofd" : "classic");
+	if (rc == 1) {
+		memset(&fl, 0, sizeof(fl));
+		fl.l_type = F_UNLCK;
+		fl.l_whence = SEEK_SET;
+		(void)fcntl(fd, ofd ? F_OFD_SETLK : F_SETLK, &fl);
+	}
+	return rc;
 }
 
 int fw_lock_try(int fd, int wait)
