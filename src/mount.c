@@ -47,6 +47,32 @@ static void unescape(char *s)
 	*out = '\0';
 }
 
+/* A decimal number that is the whole of S (or ends at STOP); 0 if not. */
+static int number(const char *s, char stop, unsigned long long *out)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return 0;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return errno == 0 && *end == stop;
+}
+
+/* "major:minor" */
+static int devnum(const char *s, unsigned *major, unsigned *minor)
+{
+	unsigned long long a, b;
+	const char *colon = strchr(s, ':');
+
+	if (!colon || !number(s, ':', &a) || !number(colon + 1, '\0', &b) ||
+	    a > 0xffffffffu || b > 0xffffffffu)
+		return 0;
+	*major = (unsigned)a;
+	*minor = (unsigned)b;
+	return 1;
+}
+
 /* The value of KEY in a comma-separated option list: "key=value" gives
    value, a bare "key" gives "", absent gives NULL.  Copied into BUF. */
 static const char *opt(const char *opts, const char *key, char *buf,
@@ -213,9 +239,8 @@ int fw_mount_analyse(const char *text, unsigned long long mnt_id,
 				dash = n;
 			f[n++] = tok;
 		}
-		if (dash > 0 && n >= dash + 3 &&
-		    sscanf(f[0], "%llu", &id) == 1 &&
-		    sscanf(f[2], "%u:%u", &maj, &min) == 2 &&
+		if (dash > 0 && n >= dash + 3 && number(f[0], '\0', &id) &&
+		    devnum(f[2], &maj, &min) &&
 		    (mnt_id ? id == mnt_id : (maj == major && min == minor))) {
 			/* For a device, the last line wins: it is the mount
 			   made last, the one a path resolves to. */
