@@ -335,7 +335,8 @@ static void help_and_version_document_every_option(void **state)
 	static const char *opts[] = {
 		"--token", "--token-env", "--fence", "--timeout", "--nonblock", "--allow-equal",
 		"--mode", "--json", "--quiet", "--delete", "--check", "--show",
-		"--init", "--clean", "--help", "--version",
+		"--init", "--clean", "--doctor", "--local-locks-ok", "--mountinfo",
+		"--help", "--version",
 	};
 	char *out;
 
