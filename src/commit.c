@@ -44,7 +44,8 @@ void fw_opts_init(struct fw_opts *opts)
 	opts->timeout_ms = -1;
 }
 
-static const struct fw_opts default_opts = { NULL, -1, 0, 0, NULL, NULL };
+/* What a NULL struct fw_opts means (fw_opts_init gives the same). */
+const struct fw_opts fw_default_opts = { NULL, -1, 0, 0, NULL, NULL };
 
 /*
  * A temporary file's path for messages: NAME in DIR, or, when NAME is
@@ -420,7 +421,7 @@ static int start(struct target *t, const char *path,
                  const struct fw_opts **opts, struct fw_result *res)
 {
 	if (!*opts)
-		*opts = &default_opts;
+		*opts = &fw_default_opts;
 	if (res) {
 		res->fence_read = 0;
 		res->sys_errno = 0;
@@ -459,7 +460,7 @@ int fw_txn_begin(struct fw_txn **out, const char *path,
 	txn = calloc(1, sizeof(*txn));
 	if (!txn)
 		return fw_fail_sys(res, ENOMEM, "malloc", path ? path : "");
-	txn->opts = opts ? *opts : default_opts;
+	txn->opts = opts ? *opts : fw_default_opts;
 	txn->fd = -1;
 	rc = fw_target_open(&txn->t, path, &txn->opts, res);
 	if (rc != FW_OK) {

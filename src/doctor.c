@@ -15,12 +15,11 @@
 int fw_doctor(const char *path, const struct fw_opts *opts,
               struct fw_doctor_report *rep, struct fw_result *res)
 {
-	static const struct fw_opts defaults = { NULL, -1, 0, 0, NULL, NULL };
 	struct target t;
 	int rc, fd;
 
 	if (!opts)
-		opts = &defaults;
+		opts = &fw_default_opts;
 	if (res)
 		res->fence_read = 0, res->sys_errno = 0;
 	memset(rep, 0, sizeof(*rep));

@@ -13,6 +13,9 @@
 #define FW_HIDDEN __attribute__((visibility("hidden")))
 #define FW_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
+/* What a NULL struct fw_opts means (commit.c). */
+FW_HIDDEN extern const struct fw_opts fw_default_opts;
+
 /* ---- status.c: filling struct fw_result ------------------------------ */
 
 /*
