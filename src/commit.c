@@ -38,14 +38,13 @@
 #include "internal.h"
 
 
-void fw_opts_init(struct fw_opts *opts)
-{
-	memset(opts, 0, sizeof(*opts));
-	opts->timeout_ms = -1;
-}
-
 /* What a NULL struct fw_opts means (fw_opts_init gives the same). */
 const struct fw_opts fw_default_opts = { NULL, -1, 0, 0, NULL, NULL };
+
+void fw_opts_init(struct fw_opts *opts)
+{
+	*opts = fw_default_opts;
+}
 
 /*
  * A temporary file's path for messages: NAME in DIR, or, when NAME is
