@@ -106,7 +106,6 @@ struct fw_lock {
 	int fd;                 /* the locked fence, or -1 */
 	dev_t dev;
 	ino_t ino;
-	int ofd;                /* 1: OFD lock; 0: classic POSIX lock */
 	struct fw_guard *guard; /* in-process exclusion for this inode */
 };
 

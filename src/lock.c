@@ -313,7 +313,7 @@ int fw_lock_open(int dirfd, const char *name, const char *shown,
 	lk->guard = NULL;
 	for (int attempt = 0; attempt < MAX_REOPEN; attempt++) {
 		struct stat st, now;
-		int fd, rc;
+		int fd, rc, ofd = 1;   /* wait_lock falls back to classic */
 
 		fd = openat(dirfd, name, flags);
 		if (fd < 0) {
@@ -350,9 +350,8 @@ int fw_lock_open(int dirfd, const char *name, const char *shown,
 			return fw_fail(res, FW_UNSAFE,
 			               "%s is not a regular file", shown);
 		}
-		lk->ofd = 1;
 		rc = wait_lock(fd, exclusive ? F_WRLCK : F_RDLCK, deadline,
-		               opts, &lk->ofd);
+		               opts, &ofd);
 		if (rc != FW_OK) {
 			int err = errno;
 
