@@ -104,8 +104,6 @@ struct fw_guard;
 
 struct fw_lock {
 	int fd;                 /* the locked fence, or -1 */
-	dev_t dev;
-	ino_t ino;
 	struct fw_guard *guard; /* in-process exclusion for this inode */
 };
 
