@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,6 +207,12 @@ static char *slurp_fd(int fd)
 int fwt_runv(const char *stdin_data, char **out, char **err,
              char *const argv[])
 {
+	return fwt_runv_as((uid_t)-1, stdin_data, out, err, argv);
+}
+
+int fwt_runv_as(uid_t uid, const char *stdin_data, char **out, char **err,
+                char *const argv[])
+{
 	char oname[] = "/tmp/fwt-out.XXXXXX", ename[] = "/tmp/fwt-err.XXXXXX";
 	int ofd = mkstemp(oname), efd = mkstemp(ename);
 	int in = open_input(stdin_data), rc;
@@ -220,6 +227,9 @@ int fwt_runv(const char *stdin_data, char **out, char **err,
 		dup2(in, 0);
 		dup2(ofd, 1);
 		dup2(efd, 2);
+		if (uid != (uid_t)-1 &&
+		    (setgroups(0, NULL) || setgid(uid) || setuid(uid)))
+			_exit(120);
 		execv(bin(), argv);
 		_exit(127);
 	}

@@ -36,6 +36,9 @@ int fwt_count_tmp(const char *dir);
 int fwt_run(const char *stdin_data, char **out, char **err, ...);
 int fwt_runv(const char *stdin_data, char **out, char **err,
              char *const argv[]);
+/* The same as user and group UID (supplementary groups dropped). */
+int fwt_runv_as(uid_t uid, const char *stdin_data, char **out, char **err,
+                char *const argv[]);
 /* Start the command without waiting; stdin from STDIN_DATA. */
 pid_t fwt_spawn(const char *stdin_data, char *const argv[]);
 /* Start the command with the test's own standard input. */

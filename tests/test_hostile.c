@@ -39,45 +39,16 @@ static void need_root(void)
 /* Run the command as UID with STDIN_DATA; stderr into *ERR. */
 static int run_as(uid_t uid, const char *stdin_data, char **err, ...)
 {
-	char *argv[16], ename[] = "/tmp/fwt-err.XXXXXX", in[] = "/tmp/fwt-in.XXXXXX";
-	int efd = mkstemp(ename), ifd = mkstemp(in), n = 0;
+	char *argv[16];
 	va_list ap;
-	pid_t pid;
+	int n = 0;
 
-	assert_true(efd >= 0 && ifd >= 0);
-	unlink(ename);
-	unlink(in);
-	if (stdin_data)
-		assert_int_equal(write(ifd, stdin_data, strlen(stdin_data)),
-		                 (ssize_t)strlen(stdin_data));
-	lseek(ifd, 0, SEEK_SET);
 	argv[n++] = (char *)"fencedwrite";
 	va_start(ap, err);
 	while ((argv[n] = va_arg(ap, char *)) != NULL)
 		assert_true(++n < 15);
 	va_end(ap);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(ifd, 0);
-		dup2(efd, 2);
-		if (setgroups(0, NULL) || setgid(uid) || setuid(uid))
-			_exit(120);
-		execv(getenv("FW_BIN"), argv);
-		_exit(127);
-	}
-	close(ifd);
-	n = fwt_wait(pid);
-	if (err) {
-		struct stat st;
-
-		fstat(efd, &st);
-		*err = calloc(1, (size_t)st.st_size + 1);
-		assert_int_equal(pread(efd, *err, (size_t)st.st_size, 0),
-		                 st.st_size);
-	}
-	close(efd);
-	return n;
+	return fwt_runv_as(uid, stdin_data, NULL, err, argv);
 }
 
 /* A world-writable sticky directory "shared", as /tmp is. */
