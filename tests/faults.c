@@ -268,27 +268,20 @@ static void trace_sync(int fd, int rc)
 		trace_line("S %lu\n", (unsigned long)st.st_ino);
 }
 
-int fsync(int fd)
-{
-	int rc;
-
-	if (fault("fsync"))
-		return -1;
-	rc = REAL("fsync", int (*)(int))(fd);
-	trace_sync(fd, rc);
-	return rc;
+#define SYNC_LIKE(fn)                                                        \
+int fn(int fd)                                                               \
+{                                                                            \
+	int rc;                                                              \
+	if (fault(#fn))                                                      \
+		return -1;                                                   \
+	rc = REAL(#fn, int (*)(int))(fd);                                    \
+	trace_sync(fd, rc);                                                  \
+	return rc;                                                           \
 }
-
-int fdatasync(int fd)
-{
-	int rc;
-
-	if (fault("fdatasync"))
-		return -1;
-	rc = REAL("fdatasync", int (*)(int))(fd);
-	trace_sync(fd, rc);
-	return rc;
-}
+int fsync(int fd);
+int fdatasync(int fd);
+SYNC_LIKE(fsync)
+SYNC_LIKE(fdatasync)
 
 int renameat(int a, const char *from, int b, const char *to)
 {
