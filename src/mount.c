@@ -80,7 +80,7 @@ static const char *opt(const char *opts, const char *key, char *buf,
 {
 	size_t klen = strlen(key);
 
-	for (const char *p = opts; *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+	for (const char *p = opts; *p;) {
 		size_t n = strcspn(p, ",");
 
 		if (n >= klen && strncmp(p, key, klen) == 0 &&
@@ -93,6 +93,7 @@ static const char *opt(const char *opts, const char *key, char *buf,
 			buf[v] = '\0';
 			return buf;
 		}
+		p += n + (p[n] == ',');
 	}
 	return NULL;
 }
