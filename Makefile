@@ -32,7 +32,8 @@ LDFLAGS    += -fsanitize=address,undefined
 endif
 
 LIB_SRC := src/commit.c src/doctor.c src/fence_record.c src/io.c src/lock.c \
-           src/mount.c src/status.c src/target.c src/tmpfile.c src/token.c
+           src/mount.c src/status.c src/target.c src/tmpfile.c src/token.c \
+           src/trust.c
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 HEADERS := src/fencedwrite.h src/internal.h
 

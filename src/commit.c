@@ -32,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -63,38 +62,6 @@ static const char *tmp_shown(const char *dir, const char *base,
 		snprintf(buf, len, "%s%s.%s" FW_TMP_MARK "XXXXXXXXXXXX", dir,
 		         sep, base);
 	return buf;
-}
-
-/*
- * Refuse to write where the fence's lock cannot exclude other hosts (NFS
- * mounted nolock or local_lock=posix|all, SMB nobrl, ...): there two hosts
- * can both pass the check and the fence can go backwards.  One fstatfs()
- * tells local filesystems apart; only the others cost a look at the mount
- * table.  A table named in OPTS is always consulted.
- */
-static int check_mount(const struct target *t, const struct fw_opts *opts,
-                       struct fw_result *res)
-{
-	struct fw_mount_info m;
-	struct statfs sf;
-	int rc;
-
-	if (!opts->mountinfo) {
-		if (fstatfs(t->fdirfd, &sf) < 0)
-			return fw_fail_sys(res, errno, "statfs", t->fshown);
-		if (!fw_mount_needs_check((long)sf.f_type))
-			return FW_OK;
-	}
-	rc = fw_mount_of(t->fdirfd, t->fshown, opts->mountinfo, &m, res);
-	if (rc != FW_OK || m.scope != FW_SCOPE_UNSAFE ||
-	    (opts->flags & FW_LOCAL_LOCKS_OK))
-		return rc;
-	return fw_fail(res, FW_UNSAFE,
-	               "%s is on %s %s (mounted on %s): %s, so fencing cannot "
-	               "hold between hosts; remount (NFS: without nolock, "
-	               "local_lock=none) or, if every writer runs on this "
-	               "host, allow it (--local-locks-ok)", t->fshown,
-	               m.fstype, m.source, m.mount_point, m.why);
 }
 
 /*
@@ -279,7 +246,9 @@ static int fence_lock(const struct target *t, int exclusive, enum absent how,
 		                      deadline, opts, lk, res);
 
 		if (rc == FW_OK) {
-			rc = read_fence(t, lk->fd, rec, res);
+			rc = fw_fence_trusted(&lk->st, t->fshown, res);
+			if (rc == FW_OK)
+				rc = read_fence(t, lk->fd, rec, res);
 			if (rc != FW_OK)
 				fw_lock_release(lk);
 			return rc;
@@ -466,7 +435,7 @@ int fw_txn_begin(struct fw_txn **out, const char *path,
 		free(txn);
 		return rc;
 	}
-	rc = check_mount(&txn->t, &txn->opts, res);
+	rc = fw_mount_check(&txn->t, &txn->opts, res);
 	if (rc == FW_OK)
 		rc = file_state(&txn->t, &st, res);
 	/* Fail before the producer runs, not after: an existing FILE with
@@ -597,7 +566,7 @@ int fw_delete(const char *path, uint64_t token, const struct fw_opts *opts,
 	rc = start(&t, path, &opts, res);
 	if (rc != FW_OK)
 		return rc;
-	rc = check_mount(&t, opts, res);
+	rc = fw_mount_check(&t, opts, res);
 	if (rc == FW_OK)
 		rc = file_state(&t, &st, res);
 	if (rc == 0 || rc == 1)
@@ -672,7 +641,7 @@ int fw_init(const char *path, uint64_t token, const struct fw_opts *opts,
 	rc = start(&t, path, &opts, res);
 	if (rc != FW_OK)
 		return rc;
-	rc = check_mount(&t, opts, res);
+	rc = fw_mount_check(&t, opts, res);
 	if (rc == FW_OK)
 		rc = file_state(&t, &st, res);
 	if (rc == 0 || rc == 1)

@@ -64,6 +64,11 @@ FW_HIDDEN int fw_mount_of(int dirfd, const char *shown, const char *table,
                           struct fw_mount_info *info, struct fw_result *res);
 /* 1 if statfs type F_TYPE may keep locks from other hosts. */
 FW_HIDDEN int fw_mount_needs_check(long f_type);
+/* FW_OK if the fence's locks exclude every writer of FILE (or the caller
+   allows local locks); FW_UNSAFE naming the reason; or another code. */
+FW_HIDDEN int fw_mount_check(const struct target *t,
+                             const struct fw_opts *opts,
+                             struct fw_result *res);
 
 /* ---- fence_record.c: the fence file format --------------------------- */
 
@@ -98,6 +103,16 @@ FW_HIDDEN void fw_record_image(const struct fw_record *rec,
 /* Fill pid, host and time for a record written now. */
 FW_HIDDEN void fw_record_stamp(struct fw_record *rec, const char *op);
 
+/* ---- trust.c: whose fence this is ------------------------------------ */
+
+/*
+ * FW_OK if a fence whose state is ST (as fstat gave it for the locked
+ * descriptor) may be believed by this process; FW_UNSAFE with a message
+ * naming SHOWN, its owner, group and mode otherwise.
+ */
+FW_HIDDEN int fw_fence_trusted(const struct stat *st, const char *shown,
+                               struct fw_result *res);
+
 /* ---- lock.c: exclusive access to the fence --------------------------- */
 
 struct fw_guard;
@@ -105,6 +120,7 @@ struct fw_guard;
 struct fw_lock {
 	int fd;                 /* the locked fence, or -1 */
 	struct fw_guard *guard; /* in-process exclusion for this inode */
+	struct stat st;         /* the locked inode, as fstat saw it */
 };
 
 /* fw_lock_open's result when the fence does not exist. */

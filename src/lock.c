@@ -343,6 +343,7 @@ int fw_lock_open(int dirfd, const char *name, const char *shown,
 			return fw_fail_sys(res, errno, "lock", shown);
 		}
 		lk->fd = fd;
+		lk->st = st;
 		if (!S_ISREG(st.st_mode)) {
 			fw_lock_release(lk);
 			return fw_fail(res, FW_UNSAFE,

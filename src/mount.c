@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -356,4 +357,36 @@ int fw_mount_needs_check(long f_type)
 	default:
 		return 0;
 	}
+}
+
+/*
+ * Refuse to write where the fence's lock cannot exclude other hosts (NFS
+ * mounted nolock or local_lock=posix|all, SMB nobrl, ...): there two hosts
+ * can both pass the check and the fence can go backwards.  One fstatfs()
+ * tells local filesystems apart; only the others cost a look at the mount
+ * table.  A table named in OPTS is always consulted.
+ */
+int fw_mount_check(const struct target *t, const struct fw_opts *opts,
+                   struct fw_result *res)
+{
+	struct fw_mount_info m;
+	struct statfs sf;
+	int rc;
+
+	if (!opts->mountinfo) {
+		if (fstatfs(t->fdirfd, &sf) < 0)
+			return fw_fail_sys(res, errno, "statfs", t->fshown);
+		if (!fw_mount_needs_check((long)sf.f_type))
+			return FW_OK;
+	}
+	rc = fw_mount_of(t->fdirfd, t->fshown, opts->mountinfo, &m, res);
+	if (rc != FW_OK || m.scope != FW_SCOPE_UNSAFE ||
+	    (opts->flags & FW_LOCAL_LOCKS_OK))
+		return rc;
+	return fw_fail(res, FW_UNSAFE,
+	               "%s is on %s %s (mounted on %s): %s, so fencing cannot "
+	               "hold between hosts; remount (NFS: without nolock, "
+	               "local_lock=none) or, if every writer runs on this "
+	               "host, allow it (--local-locks-ok)", t->fshown,
+	               m.fstype, m.source, m.mount_point, m.why);
 }
