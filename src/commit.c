@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -88,6 +89,19 @@ static int file_state(const struct target *t, struct stat *st,
 		return fw_fail(res, FW_UNSAFE, "%s is not a regular file",
 		               t->path);
 	return 0;
+}
+
+/*
+ * A fence named with --fence may guard many files.  Re-created at 0 when
+ * missing, it would reopen the door for all of them the moment one absent
+ * file is written, so only --init creates it.
+ */
+static int named_fence_missing(const struct target *t, struct fw_result *res)
+{
+	return fw_fail(res, FW_UNSAFE,
+	               "the fence %s does not exist; a fence named with "
+	               "--fence is created only by 'fencedwrite --init "
+	               "--fence %s %s'", t->fshown, t->fshown, t->path);
 }
 
 static int not_fenced(const struct target *t, struct fw_result *res)
@@ -258,6 +272,8 @@ static int fence_lock(const struct target *t, int exclusive, enum absent how,
 		if (how == ABSENT_FAILS)
 			return fw_fail(res, FW_UNSAFE, "%s has no fence (%s)",
 			               t->path, t->fshown);
+		if (opts->fence_path)
+			return named_fence_missing(t, res);
 		/* A fence is always created before FILE first appears, so FILE
 		   present and fence absent means a fence just created by
 		   someone else (look once more) or no fence at all. */
@@ -320,27 +336,51 @@ static int advance_fence(const struct target *t, const struct fw_lock *lk,
 }
 
 /*
- * Steps 2 to 6, shared by commit and delete: lock and read the fence, check
- * TOKEN, advance the fence durably, then rename TMP over FILE (or, with TMP
- * NULL, unlink FILE) and sync the directory, and unlock.  TMP is emptied
- * once renamed, so nobody unlinks that name again.
- */
-/*
  * Replacing or unlinking FILE frees its blocks at that moment, which for a
  * large file takes long (tens of milliseconds per 100 MiB with discard) and
  * would keep everybody waiting on the lock.  A descriptor held on the old
  * inode moves that cost to its close(), after the unlock.  Not worth a
  * system call for small files.
+ *
+ * Only on local disk filesystems: an NFS client asked to rename over (or
+ * unlink) a file it holds open first renames that file to ".nfsXXXX" on
+ * the server, in a call of its own.  Between the two calls another host
+ * sees no FILE at all, and a client crash between them leaves it absent.
  */
 #define DEFER_FREE_BYTES (1 << 20)
 
+static int frees_blocks_late_safely(int dirfd)
+{
+	struct statfs sf;
+
+	if (fstatfs(dirfd, &sf) < 0)
+		return 0;
+	switch ((unsigned long)sf.f_type) {
+	case 0xef53:        /* ext2, ext3, ext4 */
+	case 0x58465342:    /* xfs */
+	case 0x9123683e:    /* btrfs */
+	case 0xf2f52010:    /* f2fs */
+	case 0x2fc12fc1:    /* zfs */
+	case 0xca451a4e:    /* bcachefs */
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Steps 2 to 6, shared by commit and delete: lock and read the fence, check
+ * TOKEN, advance the fence durably, then rename TMP over FILE (or, with TMP
+ * NULL, unlink FILE) and sync the directory, and unlock.  TMP is emptied
+ * once renamed, so nobody unlinks that name again.
+ */
 static int fenced_change(const struct target *t, uint64_t token, char *tmp,
-                         off_t old_size, const struct fw_opts *opts,
-                         struct fw_result *res)
+                         const struct fw_opts *opts, struct fw_result *res)
 {
 	struct fw_record cur;
 	struct fw_lock lk;
-	int rc, old_fd = -1;
+	struct stat st;
+	int rc, present, old_fd = -1;
 
 	rc = fence_lock(t, 1, ABSENT_CREATES, fw_deadline(opts->timeout_ms),
 	                opts, &lk, &cur, res);
@@ -350,6 +390,13 @@ static int fenced_change(const struct target *t, uint64_t token, char *tmp,
 		rc = stale(t, token, cur.token, res);
 		goto unlock;
 	}
+	/* FILE as it is now, under the lock: a link planted since the
+	   transaction began would be replaced by the rename (or removed by
+	   the unlink) instead of refused. */
+	rc = file_state(t, &st, res);
+	if (rc != 0 && rc != 1)
+		goto unlock;
+	present = rc == 0;
 	if (fw_cancelled(opts)) {
 		rc = fw_fail_sys(res, EINTR, tmp ? "commit" : "delete", t->path);
 		goto unlock;
@@ -358,7 +405,8 @@ static int fenced_change(const struct target *t, uint64_t token, char *tmp,
 	rc = advance_fence(t, &lk, &cur, token, tmp ? "commit" : "delete", res);
 	if (rc != FW_OK)
 		goto unlock;
-	if (old_size >= DEFER_FREE_BYTES)
+	if (present && st.st_size >= DEFER_FREE_BYTES &&
+	    frees_blocks_late_safely(t->dirfd))
 		old_fd = openat(t->dirfd, t->base, O_RDONLY | O_NOFOLLOW |
 		                O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (tmp) {
@@ -390,11 +438,12 @@ static int start(struct target *t, const char *path,
 {
 	if (!*opts)
 		*opts = &fw_default_opts;
-	if (res) {
-		res->fence_read = 0;
-		res->sys_errno = 0;
-	}
 	return fw_target_open(t, path, *opts, res);
+}
+
+static int zero_token(struct fw_result *res)
+{
+	return fw_fail(res, FW_USAGE, "token 0 is never accepted");
 }
 
 /* ---- the streaming transaction --------------------------------------- */
@@ -405,13 +454,55 @@ struct fw_txn {
 	int fd;
 	char tmp[NAME_MAX + 1];         /* its name in FILE's directory */
 	char tmpshown[PATH_MAX + 64];   /* its path, for messages */
-	off_t old_size;                 /* FILE's size at begin, or 0 */
+	char *names;                    /* our copies of the caller's strings */
 };
 
-static void txn_free(struct fw_txn *txn)
+/*
+ * Copy the strings the transaction uses after fw_txn_begin returns (FILE's
+ * path for messages, the fence's and the mount table's names), so the
+ * caller may free its own at once.
+ */
+static int copy_names(struct fw_txn *txn, const char *path)
 {
-	fw_tmp_discard(txn->t.dirfd, txn->tmp, txn->fd);
+	const char *src[3] = { path, txn->opts.fence_path,
+	                       txn->opts.mountinfo };
+	size_t len[3], total = 0;
+	char *p;
+
+	for (int i = 0; i < 3; i++)
+		total += len[i] = src[i] ? strlen(src[i]) + 1 : 0;
+	p = txn->names = malloc(total ? total : 1);
+	if (!p)
+		return -1;
+	for (int i = 0; i < 3; i++)
+		if (src[i]) {
+			memcpy(p, src[i], len[i]);
+			src[i] = p;
+			p += len[i];
+		}
+	txn->t.path = src[0];
+	txn->opts.fence_path = src[1];
+	txn->opts.mountinfo = src[2];
+	return 0;
+}
+
+/*
+ * Free TXN, removing its temporary file unless it was renamed into place.
+ * A file that cannot be removed is added to RES's message, which keeps its
+ * code: the caller must still learn what happened to FILE first.
+ */
+static void txn_free(struct fw_txn *txn, struct fw_result *res)
+{
+	int err = fw_tmp_discard(txn->t.dirfd, txn->tmp, txn->fd);
+
+	if (err)
+		fw_result_append(res, "%sthe temporary file %s could not be "
+		                 "removed (%s): remove it with 'fencedwrite "
+		                 "--clean %s'", res && res->message[0] ? "; "
+		                 : "", txn->tmpshown, strerror(err),
+		                 txn->t.path);
 	fw_target_close(&txn->t);
+	free(txn->names);
 	free(txn);
 }
 
@@ -423,30 +514,39 @@ int fw_txn_begin(struct fw_txn **out, const char *path,
 	int rc;
 
 	*out = NULL;
-	if (res)
-		res->fence_read = 0, res->sys_errno = 0;
+	fw_result_start(res);
+	if (!path || !*path)
+		return fw_result_end(res, fw_fail(res, FW_USAGE,
+		                                  "no file named"));
 	txn = calloc(1, sizeof(*txn));
 	if (!txn)
-		return fw_fail_sys(res, ENOMEM, "malloc", path ? path : "");
+		return fw_result_end(res, fw_fail_sys(res, ENOMEM, "malloc",
+		                                      path));
 	txn->opts = opts ? *opts : fw_default_opts;
 	txn->fd = -1;
-	rc = fw_target_open(&txn->t, path, &txn->opts, res);
-	if (rc != FW_OK) {
+	if (copy_names(txn, path) < 0) {
 		free(txn);
-		return rc;
+		return fw_result_end(res, fw_fail_sys(res, ENOMEM, "malloc",
+		                                      path));
+	}
+	rc = fw_target_open(&txn->t, txn->t.path, &txn->opts, res);
+	if (rc != FW_OK) {
+		free(txn->names);
+		free(txn);
+		return fw_result_end(res, rc);
 	}
 	rc = fw_mount_check(&txn->t, &txn->opts, res);
 	if (rc == FW_OK)
 		rc = file_state(&txn->t, &st, res);
 	/* Fail before the producer runs, not after: an existing FILE with
-	   no fence can never be committed. */
-	if (rc == 0 &&
+	   no fence, or a named fence that is missing, can never be
+	   committed. */
+	if ((rc == 0 || (rc == 1 && txn->opts.fence_path)) &&
 	    fstatat(txn->t.fdirfd, txn->t.fbase, &fst, AT_SYMLINK_NOFOLLOW) < 0)
-		rc = errno == ENOENT ? not_fenced(&txn->t, res)
-		                     : fw_fail_sys(res, errno, "stat",
-		                                   txn->t.fshown);
-	if (rc == 0)
-		txn->old_size = st.st_size;
+		rc = errno != ENOENT ? fw_fail_sys(res, errno, "stat",
+		                                   txn->t.fshown)
+		     : txn->opts.fence_path ? named_fence_missing(&txn->t, res)
+		     : not_fenced(&txn->t, res);
 	if (rc == 0 || rc == 1) {
 		struct stat now;
 
@@ -467,11 +567,11 @@ int fw_txn_begin(struct fw_txn **out, const char *path,
 			rc = FW_OK;
 	}
 	if (rc != FW_OK) {
-		txn_free(txn);
-		return rc;
+		txn_free(txn, res);
+		return fw_result_end(res, rc);
 	}
 	*out = txn;
-	return fw_ok(res);
+	return fw_result_end(res, fw_ok(res));
 }
 
 int fw_txn_fd(const struct fw_txn *txn)
@@ -482,54 +582,63 @@ int fw_txn_fd(const struct fw_txn *txn)
 int fw_txn_write(struct fw_txn *txn, const void *buf, size_t len,
                  struct fw_result *res)
 {
+	fw_result_start(res);
 	if (fw_write_all(txn->fd, buf, len, &txn->opts) < 0)
-		return fw_fail_sys(res, errno, "write", txn->tmpshown);
-	return fw_ok(res);
+		return fw_result_end(res, fw_fail_sys(res, errno, "write",
+		                                      txn->tmpshown));
+	return fw_result_end(res, fw_ok(res));
 }
 
 int fw_txn_copy_fd(struct fw_txn *txn, int fd, const char *fd_name,
                    struct fw_result *res)
 {
+	char both[PATH_MAX + 512];
 	int read_side;
 
+	fw_result_start(res);
 	if (fw_copy_fd(fd, txn->fd, &txn->opts, &read_side) == 0)
-		return fw_ok(res);
+		return fw_result_end(res, fw_ok(res));
 	if (read_side == 1)
-		return fw_fail_sys(res, errno, "read", fd_name);
+		return fw_result_end(res, fw_fail_sys(res, errno, "read",
+		                                      fd_name));
 	if (read_side == 0)
-		return fw_fail_sys(res, errno, "write", txn->tmpshown);
-	{
-		char both[PATH_MAX + 512];
-
-		snprintf(both, sizeof(both), "%s, %s", fd_name, txn->tmpshown);
-		return fw_fail_sys(res, errno, "copy", both);
-	}
+		return fw_result_end(res, fw_fail_sys(res, errno, "write",
+		                                      txn->tmpshown));
+	snprintf(both, sizeof(both), "%s, %s", fd_name, txn->tmpshown);
+	return fw_result_end(res, fw_fail_sys(res, errno, "copy", both));
 }
 
 void fw_txn_abort(struct fw_txn *txn)
 {
 	if (txn)
-		txn_free(txn);
+		txn_free(txn, NULL);
+}
+
+int fw_txn_rollback(struct fw_txn *txn, struct fw_result *res)
+{
+	fw_result_start(res);
+	if (!txn)
+		return fw_result_end(res, fw_ok(res));
+	txn_free(txn, res);
+	return fw_result_end(res, res && res->message[0] ? FW_SYSTEM : FW_OK);
 }
 
 int fw_txn_commit(struct fw_txn *txn, uint64_t token, struct fw_result *res)
 {
 	int rc;
 
-	if (res)
-		res->fence_read = 0, res->sys_errno = 0;
+	fw_result_start(res);
 	if (token == 0)
-		rc = fw_fail(res, FW_USAGE, "token 0 is never accepted");
+		rc = zero_token(res);
 	/* 1. The content is durable before the fence can name it. */
 	else if (fw_fsync(txn->fd) < 0)
 		rc = fw_fail_sys(res, errno, "fsync", txn->tmpshown);
 	else if (fw_cancelled(&txn->opts))
 		rc = fw_fail_sys(res, EINTR, "commit", txn->t.path);
 	else
-		rc = fenced_change(&txn->t, token, txn->tmp, txn->old_size,
-		                   &txn->opts, res);
-	txn_free(txn);
-	return rc;
+		rc = fenced_change(&txn->t, token, txn->tmp, &txn->opts, res);
+	txn_free(txn, res);
+	return fw_result_end(res, rc);
 }
 
 int fw_commit_buffer(const char *path, uint64_t token, const void *buf,
@@ -539,15 +648,16 @@ int fw_commit_buffer(const char *path, uint64_t token, const void *buf,
 	struct fw_txn *txn;
 	int rc;
 
+	fw_result_start(res);
 	if (token == 0)
-		return fw_fail(res, FW_USAGE, "token 0 is never accepted");
+		return fw_result_end(res, zero_token(res));
 	rc = fw_txn_begin(&txn, path, opts, res);
 	if (rc != FW_OK)
 		return rc;
 	rc = fw_txn_write(txn, buf, len, res);
 	if (rc != FW_OK) {
-		fw_txn_abort(txn);
-		return rc;
+		txn_free(txn, res);
+		return fw_result_end(res, rc);
 	}
 	return fw_txn_commit(txn, token, res);
 }
@@ -558,22 +668,19 @@ int fw_delete(const char *path, uint64_t token, const struct fw_opts *opts,
               struct fw_result *res)
 {
 	struct target t;
-	struct stat st;
 	int rc;
 
+	fw_result_start(res);
 	if (token == 0)
-		return fw_fail(res, FW_USAGE, "token 0 is never accepted");
+		return fw_result_end(res, zero_token(res));
 	rc = start(&t, path, &opts, res);
 	if (rc != FW_OK)
-		return rc;
+		return fw_result_end(res, rc);
 	rc = fw_mount_check(&t, opts, res);
 	if (rc == FW_OK)
-		rc = file_state(&t, &st, res);
-	if (rc == 0 || rc == 1)
-		rc = fenced_change(&t, token, NULL, rc == 0 ? st.st_size : 0,
-		                   opts, res);
+		rc = fenced_change(&t, token, NULL, opts, res);
 	fw_target_close(&t);
-	return rc;
+	return fw_result_end(res, rc);
 }
 
 int fw_check(const char *path, uint64_t token, const struct fw_opts *opts,
@@ -584,11 +691,12 @@ int fw_check(const char *path, uint64_t token, const struct fw_opts *opts,
 	struct fw_lock lk;
 	int rc;
 
+	fw_result_start(res);
 	if (token == 0)
-		return fw_fail(res, FW_USAGE, "token 0 is never accepted");
+		return fw_result_end(res, zero_token(res));
 	rc = start(&t, path, &opts, res);
 	if (rc != FW_OK)
-		return rc;
+		return fw_result_end(res, rc);
 	rc = fence_lock(&t, 0, ABSENT_REPORTS, fw_deadline(opts->timeout_ms),
 	                opts, &lk, &cur, res);
 	if (rc == 1) {
@@ -601,7 +709,7 @@ int fw_check(const char *path, uint64_t token, const struct fw_opts *opts,
 		fw_lock_release(&lk);
 	}
 	fw_target_close(&t);
-	return rc;
+	return fw_result_end(res, rc);
 }
 
 int fw_show(const char *path, const struct fw_opts *opts,
@@ -612,9 +720,10 @@ int fw_show(const char *path, const struct fw_opts *opts,
 	struct fw_lock lk;
 	int rc;
 
+	fw_result_start(res);
 	rc = start(&t, path, &opts, res);
 	if (rc != FW_OK)
-		return rc;
+		return fw_result_end(res, rc);
 	rc = fence_lock(&t, 0, ABSENT_FAILS, fw_deadline(opts->timeout_ms),
 	                opts, &lk, &cur, res);
 	if (rc == FW_OK) {
@@ -628,7 +737,7 @@ int fw_show(const char *path, const struct fw_opts *opts,
 		rc = fw_ok(res);
 	}
 	fw_target_close(&t);
-	return rc;
+	return fw_result_end(res, rc);
 }
 
 int fw_init(const char *path, uint64_t token, const struct fw_opts *opts,
@@ -638,9 +747,10 @@ int fw_init(const char *path, uint64_t token, const struct fw_opts *opts,
 	struct stat st;
 	int rc;
 
+	fw_result_start(res);
 	rc = start(&t, path, &opts, res);
 	if (rc != FW_OK)
-		return rc;
+		return fw_result_end(res, rc);
 	rc = fw_mount_check(&t, opts, res);
 	if (rc == FW_OK)
 		rc = file_state(&t, &st, res);
@@ -664,7 +774,7 @@ int fw_init(const char *path, uint64_t token, const struct fw_opts *opts,
 		rc = fw_ok(res);
 	}
 	fw_target_close(&t);
-	return rc;
+	return fw_result_end(res, rc);
 }
 
 int fw_clean(const char *path, const struct fw_opts *opts, unsigned *removed,
@@ -674,9 +784,10 @@ int fw_clean(const char *path, const struct fw_opts *opts, unsigned *removed,
 	unsigned n = 0;
 	int rc;
 
+	fw_result_start(res);
 	rc = start(&t, path, &opts, res);
 	if (rc != FW_OK)
-		return rc;
+		return fw_result_end(res, rc);
 	rc = fw_tmp_clean(t.dirfd, t.base, t.dirshown, &n, res);
 	if (rc == FW_OK)
 		rc = fw_tmp_clean(t.fdirfd, t.fbase, t.fshown, &n, res);
@@ -687,5 +798,5 @@ int fw_clean(const char *path, const struct fw_opts *opts, unsigned *removed,
 	if (removed)
 		*removed = n;
 	fw_target_close(&t);
-	return rc;
+	return fw_result_end(res, rc);
 }

@@ -20,12 +20,11 @@ int fw_doctor(const char *path, const struct fw_opts *opts,
 
 	if (!opts)
 		opts = &fw_default_opts;
-	if (res)
-		res->fence_read = 0, res->sys_errno = 0;
+	fw_result_start(res);
 	memset(rep, 0, sizeof(*rep));
 	rc = fw_target_open(&t, path, opts, res);
 	if (rc != FW_OK)
-		return rc;
+		return fw_result_end(res, rc);
 	rc = fw_mount_of(t.fdirfd, t.fshown, opts->mountinfo, &rep->mount, res);
 	if (rc != FW_OK)
 		goto out;
@@ -51,5 +50,5 @@ int fw_doctor(const char *path, const struct fw_opts *opts,
 	                         rep->mount.why);
 out:
 	fw_target_close(&t);
-	return rc;
+	return fw_result_end(res, rc);
 }

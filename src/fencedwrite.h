@@ -25,13 +25,22 @@
  * Rules that fail closed (FW_UNSAFE) rather than guess:
  *   - FILE exists but its fence does not: the file was never fenced, or the
  *     fence was deleted.  Adopt it with fw_init().
+ *   - A fence named with opts->fence_path does not exist: such a fence may
+ *     guard many files and is created only by fw_init().
  *   - The fence cannot be parsed or fails its checksums.
  *   - FILE or the fence is a symbolic link, or FILE is not a regular file.
- * When neither FILE nor its fence exists, the fence is created with token 0.
+ * When neither FILE nor its fence (beside it) exists, the fence is created
+ * with token 0.
+ *
+ * Names: FILE's last component may be as long as its fence's name allows
+ * (NAME_MAX less ".fence"); a longer one is FW_USAGE (name a fence with
+ * opts->fence_path).
  *
  * Every function returns an enum fw_code and, when given a struct fw_result,
- * fills it with the code, the errno of the failing call and a one-line
- * message naming the call and the path.  The library never prints, never
+ * fills every field of it, on every path: the code, the errno of the
+ * failing call (0 unless the code is FW_SYSTEM), the fence's token if it
+ * was read (0 otherwise), and a one-line message naming the call and the
+ * path ("" on success).  The library never prints, never
  * exits and installs no signal handlers.
  *
  * Threads: calls may be made from any number of threads; two threads
@@ -69,10 +78,11 @@ enum fw_code {
 	                   content, never a mix; message names call and path */
 };
 
-/* A static string describing a code ("stale token", ...). */
+/* A static string describing a code ("success", "stale token", ...). */
 const char *fw_strerror(int code);
 
-/* Filled by every call that takes one; may be NULL where not wanted. */
+/* Filled, every field, by every call that takes one; may be NULL where
+   not wanted. */
 struct fw_result {
 	int code;               /* enum fw_code, as returned */
 	int sys_errno;          /* errno of the failed call, or 0 */
@@ -139,9 +149,11 @@ int fw_commit_buffer(const char *path, uint64_t token, const void *buf,
  * fw_txn_commit() or fw_txn_abort(), both of which free it.
  *
  * fw_txn_begin fails early (FW_UNSAFE) when PATH exists and is not fenced,
- * is a symbolic link or is not a regular file, so a long-running producer
- * is not started for nothing.  OPTS is copied; fence_path must stay valid
- * until the transaction ends.
+ * is a symbolic link or is not a regular file, or when the fence named by
+ * opts->fence_path does not exist, so a long-running producer is not
+ * started for nothing.  PATH, OPTS and the strings OPTS points to are
+ * copied: the caller may free them once fw_txn_begin returns.  Only
+ * opts->cancel, if set, must stay valid until the transaction ends.
  */
 struct fw_txn;
 
@@ -176,6 +188,13 @@ int fw_txn_commit(struct fw_txn *txn, uint64_t token, struct fw_result *res);
 
 /* Remove the temporary file and free TXN.  TXN may be NULL. */
 void fw_txn_abort(struct fw_txn *txn);
+
+/*
+ * The same as fw_txn_abort(), saying whether the temporary file is gone:
+ * FW_OK, or FW_SYSTEM with a message naming the file left behind and how
+ * to remove it (fencedwrite --clean).  TXN may be NULL.
+ */
+int fw_txn_rollback(struct fw_txn *txn, struct fw_result *res);
 
 /*
  * Remove PATH under the fence: the fence advances to TOKEN, then PATH is

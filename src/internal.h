@@ -34,6 +34,15 @@ FW_HIDDEN void fw_set_sys_result(struct fw_result *res, int err,
 	(fw_set_sys_result((res), (err), (call), (path)), FW_SYSTEM)
 #define fw_ok(res) (fw_set_result((res), FW_OK, "%s", ""), FW_OK)
 
+/* Clear every field of RES (at the start of each public call). */
+FW_HIDDEN void fw_result_start(struct fw_result *res);
+/* Make RES agree with CODE on the way out of a public call: the code
+   itself, a message for every failure, no errno or token left over. */
+FW_HIDDEN int fw_result_end(struct fw_result *res, int code);
+/* Add to RES's message (a second thing the caller must know). */
+FW_HIDDEN void fw_result_append(struct fw_result *res, const char *fmt, ...)
+	FW_PRINTF(2, 3);
+
 /* True when a call that failed with EINTR must not be retried. */
 FW_HIDDEN int fw_cancelled(const struct fw_opts *opts);
 
@@ -157,7 +166,9 @@ FW_HIDDEN int64_t fw_deadline(long timeout_ms);
    state.  Returns the fd or -1. */
 FW_HIDDEN int fw_tmp_create(int dirfd, const char *base, mode_t mode,
                             char *name, size_t namelen, struct stat *st);
-FW_HIDDEN void fw_tmp_discard(int dirfd, const char *name, int fd);
+/* Remove NAME (unless "") and close FD (unless < 0): 0, or the errno of
+   a failed unlink, the file then left behind. */
+FW_HIDDEN int fw_tmp_discard(int dirfd, const char *name, int fd);
 /* Remove dead writers' leftovers for BASE in DIRFD; count them in *N. */
 FW_HIDDEN int fw_tmp_clean(int dirfd, const char *base, const char *shown,
                            unsigned *n, struct fw_result *res);

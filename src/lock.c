@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,11 +60,18 @@ int64_t fw_now_ns(void)
 
 int64_t fw_deadline(long timeout_ms)
 {
+	int64_t now;
+
 	if (timeout_ms < 0)
 		return -1;
 	if (timeout_ms == 0)
 		return 0;
-	return fw_now_ns() + (int64_t)timeout_ms * 1000000;
+	now = fw_now_ns();
+	/* A deadline past the end of the clock is no deadline at all (and
+	   computing it would overflow). */
+	if (timeout_ms > (INT64_MAX - now) / 1000000)
+		return -1;
+	return now + (int64_t)timeout_ms * 1000000;
 }
 
 /* ---- the in-process guard -------------------------------------------- */

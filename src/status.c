@@ -12,7 +12,7 @@
 const char *fw_strerror(int code)
 {
 	switch (code) {
-	case FW_OK: return "committed";
+	case FW_OK: return "success";
 	case FW_STALE: return "stale token";
 	case FW_USAGE: return "invalid argument";
 	case FW_UNSAFE: return "fence missing, corrupt or unsafe";
@@ -48,4 +48,42 @@ void fw_set_sys_result(struct fw_result *res, int err, const char *call,
 int fw_cancelled(const struct fw_opts *opts)
 {
 	return opts && opts->cancel && *opts->cancel;
+}
+
+void fw_result_start(struct fw_result *res)
+{
+	/* Every field is set on every path: a caller reusing one result
+	   must never read the previous call's errno or token. */
+	if (res)
+		memset(res, 0, sizeof(*res));
+}
+
+int fw_result_end(struct fw_result *res, int code)
+{
+	if (!res)
+		return code;
+	res->code = code;
+	if (code == FW_OK)
+		res->message[0] = '\0';
+	else if (!res->message[0])
+		snprintf(res->message, sizeof(res->message), "%s",
+		         fw_strerror(code));
+	if (code != FW_SYSTEM)
+		res->sys_errno = 0;
+	if (!res->fence_read)
+		res->fence_token = 0;
+	return code;
+}
+
+void fw_result_append(struct fw_result *res, const char *fmt, ...)
+{
+	size_t n;
+	va_list ap;
+
+	if (!res)
+		return;
+	n = strlen(res->message);
+	va_start(ap, fmt);
+	vsnprintf(res->message + n, sizeof(res->message) - n, fmt, ap);
+	va_end(ap);
 }

@@ -28,7 +28,10 @@ static int split(const char *path, char *dir, size_t dirlen, char *base,
 
 	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
 		return fw_fail(res, FW_USAGE, "%s: not a file name", path);
-	if (nlen > NAME_MAX || dlen + 1 > dirlen)
+	if (nlen > NAME_MAX)
+		return fw_fail(res, FW_USAGE, "%s: a file name is at most %d "
+		               "bytes", path, NAME_MAX);
+	if (dlen + 1 > dirlen)
 		return fw_fail_sys(res, ENAMETOOLONG, "open", path);
 	if (!slash)
 		dir[0] = '.', dlen = 1;
@@ -80,8 +83,15 @@ int fw_target_open(struct target *t, const char *path,
 	if (!opts->fence_path) {
 		size_t blen = strlen(t->base), plen = strlen(path);
 
-		if (blen + sizeof(FENCE_SUFFIX) > sizeof(t->fbase) ||
-		    plen + sizeof(FENCE_SUFFIX) > sizeof(t->fshown)) {
+		if (blen + sizeof(FENCE_SUFFIX) > sizeof(t->fbase)) {
+			fw_target_close(t);
+			return fw_fail(res, FW_USAGE, "%s: the name is too long "
+			               "for a fence beside it (at most %d bytes "
+			               "with \"" FENCE_SUFFIX "\"); name a fence "
+			               "with a shorter name (--fence PATH)",
+			               path, NAME_MAX);
+		}
+		if (plen + sizeof(FENCE_SUFFIX) > sizeof(t->fshown)) {
 			fw_target_close(t);
 			return fw_fail_sys(res, ENAMETOOLONG, "open", path);
 		}

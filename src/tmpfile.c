@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -50,15 +51,42 @@ static void random_suffix(char out[SUFFIX_LEN + 1])
 	out[SUFFIX_LEN] = '\0';
 }
 
+/*
+ * What stands for BASE in its temporary names: BASE itself while
+ * ".BASE.fwtmp.XXXXXXXXXXXX" fits in NAME_MAX, else as much of BASE as
+ * fits, "~" and a hash of the whole of it.  Every FILE whose fence name
+ * fits then has temporary names that fit, and the cleaner derives the
+ * same stem to recognise them.
+ */
+#define STEM_MAX (NAME_MAX - 1 - (int)(sizeof(FW_TMP_MARK) - 1) - SUFFIX_LEN)
+
+static void tmp_stem(const char *base, char stem[NAME_MAX + 1])
+{
+	size_t len = strlen(base);
+	uint32_t h = 2166136261u;   /* FNV-1a */
+
+	if (len <= (size_t)STEM_MAX) {
+		memcpy(stem, base, len + 1);
+		return;
+	}
+	for (const char *p = base; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	snprintf(stem, NAME_MAX + 1, "%.*s~%08x", STEM_MAX - 9, base,
+	         (unsigned)h);
+}
+
 int fw_tmp_create(int dirfd, const char *base, mode_t mode, char *name,
                   size_t namelen, struct stat *st)
 {
+	char stem[NAME_MAX + 1];
+
+	tmp_stem(base, stem);
 	for (int attempt = 0; attempt < 100; attempt++) {
 		char suffix[SUFFIX_LEN + 1];
 		int fd, n;
 
 		random_suffix(suffix);
-		n = snprintf(name, namelen, ".%s" FW_TMP_MARK "%s", base, suffix);
+		n = snprintf(name, namelen, ".%s" FW_TMP_MARK "%s", stem, suffix);
 		if (n < 0 || (size_t)n >= namelen || n > NAME_MAX) {
 			errno = ENAMETOOLONG;
 			return -1;
@@ -87,21 +115,25 @@ int fw_tmp_create(int dirfd, const char *base, mode_t mode, char *name,
 	return -1;
 }
 
-void fw_tmp_discard(int dirfd, const char *name, int fd)
+int fw_tmp_discard(int dirfd, const char *name, int fd)
 {
-	/* Unlink while still holding the lock, then close. */
-	if (name[0])
-		unlinkat(dirfd, name, 0);
+	int err = 0;
+
+	/* Unlink while still holding the lock, then close: a cleaner that
+	   sees the name unlocked may take it for a dead writer's. */
+	if (name[0] && unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+		err = errno;
 	if (fd >= 0)
 		close(fd);
+	return err;
 }
 
-static int is_leftover_of(const char *entry, const char *base)
+static int is_leftover_of(const char *entry, const char *stem)
 {
-	size_t blen = strlen(base), mlen = strlen(FW_TMP_MARK);
+	size_t blen = strlen(stem), mlen = strlen(FW_TMP_MARK);
 	const char *s;
 
-	if (entry[0] != '.' || strncmp(entry + 1, base, blen) != 0 ||
+	if (entry[0] != '.' || strncmp(entry + 1, stem, blen) != 0 ||
 	    strncmp(entry + 1 + blen, FW_TMP_MARK, mlen) != 0)
 		return 0;
 	s = entry + 1 + blen + mlen;
@@ -116,6 +148,7 @@ static int is_leftover_of(const char *entry, const char *base)
 int fw_tmp_clean(int dirfd, const char *base, const char *shown,
                  unsigned *n, struct fw_result *res)
 {
+	char stem[NAME_MAX + 1];
 	struct dirent *de;
 	DIR *dir;
 	int dfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
@@ -129,12 +162,13 @@ int fw_tmp_clean(int dirfd, const char *base, const char *shown,
 		close(dfd);
 		return fw_fail_sys(res, err, "opendir", shown);
 	}
+	tmp_stem(base, stem);
 	rewinddir(dir);
 	while ((errno = 0, de = readdir(dir)) != NULL) {
 		struct stat st, again;
 		int fd;
 
-		if (!is_leftover_of(de->d_name, base))
+		if (!is_leftover_of(de->d_name, stem))
 			continue;
 		fd = openat(dirfd, de->d_name,
 		            O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY |

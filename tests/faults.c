@@ -23,7 +23,10 @@
  *     Names are last components: the tests work in one directory.
  *
  * fwt_fault_trace() returns the names of the durable calls made since the
- * last fwt_fault_arm(), for asserting their order in-process.
+ * last fwt_fault_arm(), for asserting their order in-process, and
+ * fwt_fault_reads() the names of regular files opened read-only since then.
+ * fwt_fault_fstype(T) makes fstatfs() report filesystem type T (0: the
+ * real one), to take the paths the library reserves for NFS and others.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -36,14 +39,19 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 void fwt_fault_arm(const char *call, int nth, int err);
 const char *fwt_fault_trace(void);
+const char *fwt_fault_reads(void);
+void fwt_fault_fstype(long type);
 
 static char armed[32];
 static int armed_nth, armed_err, seen;
 static char names[4096];
+static char reads[4096];
+static long fake_fstype;
 
 static long crash_at = -1, calls;
 static int crash_err;   /* 0: SIGKILL */
@@ -59,11 +67,22 @@ void fwt_fault_arm(const char *call, int nth, int err)
 	armed_err = err;
 	seen = 0;
 	names[0] = '\0';
+	reads[0] = '\0';
 }
 
 const char *fwt_fault_trace(void)
 {
 	return names;
+}
+
+const char *fwt_fault_reads(void)
+{
+	return reads;
+}
+
+void fwt_fault_fstype(long type)
+{
+	fake_fstype = type;
 }
 
 __attribute__((constructor)) static void from_env(void)
@@ -185,6 +204,14 @@ static int after_open(int fd, const char *path, int flags)
 
 	if (fd >= 0 && (flags & O_CREAT) && (ino = regular_ino(fd)) != 0)
 		trace_line("C %lu %s\n", ino, last(path));
+	if (fd >= 0 && !(flags & O_CREAT) && (flags & O_ACCMODE) == O_RDONLY &&
+	    regular_ino(fd) != 0) {
+		size_t n = strlen(reads);
+
+		if (n + strlen(last(path)) + 2 < sizeof(reads))
+			snprintf(reads + n, sizeof(reads) - n, "%s%s",
+			         n ? " " : "", last(path));
+	}
 	return fd;
 }
 
@@ -420,4 +447,23 @@ ssize_t splice(int in, loff_t *inoff, int out, loff_t *outoff, size_t len,
 	return REAL("splice",
 	            ssize_t (*)(int, loff_t *, int, loff_t *, size_t, unsigned))
 	       (in, inoff, out, outoff, len, flags);
+}
+
+/* statfs and statfs64 have one layout on 64-bit Linux. */
+int fstatfs(int fd, struct statfs *sf)
+{
+	int rc = REAL("fstatfs", int (*)(int, struct statfs *))(fd, sf);
+
+	if (rc == 0 && fake_fstype)
+		sf->f_type = fake_fstype;
+	return rc;
+}
+
+int fstatfs64(int fd, struct statfs64 *sf)
+{
+	int rc = REAL("fstatfs64", int (*)(int, struct statfs64 *))(fd, sf);
+
+	if (rc == 0 && fake_fstype)
+		sf->f_type = fake_fstype;
+	return rc;
 }

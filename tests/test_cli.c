@@ -308,6 +308,11 @@ static void delete_check_show_init_clean(void **state)
 	assert_int_equal(RUN(NULL, NULL, &err, "--clean", "f"), 0);
 	assert_string_equal(err, "");
 	free(err);
+	/* A fence named with --fence is created by --init only. */
+	assert_int_equal(RUN("x", NULL, NULL, "--fence", "other.fence", "-t",
+	                     "1", "f"), 3);
+	assert_int_equal(RUN(NULL, NULL, NULL, "--init", "--fence",
+	                     "other.fence", "f"), 0);
 	assert_int_equal(RUN("x", NULL, NULL, "--fence", "other.fence", "-t",
 	                     "1", "f"), 0);
 	assert_int_equal(RUN(NULL, &out, NULL, "--show", "--json", "--fence",

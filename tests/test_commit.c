@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,6 +375,7 @@ static void fence_may_live_elsewhere(void **state)
 	assert_int_equal(mkdir("fences", 0755), 0);
 	fw_opts_init(&opts);
 	opts.fence_path = "fences/data.f";
+	assert_int_equal(fw_init("data", 0, &opts, &res), FW_OK);
 	assert_int_equal(fw_commit_buffer("data", 2, "2", 1, &opts, &res),
 	                 FW_OK);
 	assert_null(fwt_slurp("data.fence", NULL));
@@ -441,6 +443,283 @@ static void clean_removes_only_dead_writers_leftovers(void **state)
 	assert_int_equal(fwt_count_tmp("."), 2);
 }
 
+/*
+ * A fence named with --fence may guard several files.  Were it re-created
+ * when missing, removing it and writing an absent file would reset it to 0
+ * and reopen the door for every other file it guards.
+ */
+static void named_fence_is_never_created_implicitly(void **state)
+{
+	struct fw_result res;
+	struct fw_opts opts;
+	struct fw_txn *txn;
+
+	(void)state;
+	fw_opts_init(&opts);
+	opts.fence_path = "shared.fence";
+	assert_int_equal(fw_commit_buffer("r1", 1, "x", 1, &opts, &res),
+	                 FW_UNSAFE);
+	assert_non_null(strstr(res.message, "--init"));
+	assert_null(fwt_slurp("shared.fence", NULL));
+	assert_null(fwt_slurp("r1", NULL));
+	assert_int_equal(fw_init("r1", 0, &opts, &res), FW_OK);
+	assert_int_equal(fw_commit_buffer("r1", 100, "r1 at 100", 9, &opts,
+	                                  &res), FW_OK);
+	assert_int_equal(unlink("shared.fence"), 0);
+	/* r2 is absent: the fence must not come back at 0 ... */
+	assert_int_equal(fw_commit_buffer("r2", 1, "r2", 2, &opts, &res),
+	                 FW_UNSAFE);
+	assert_null(fwt_slurp("shared.fence", NULL));
+	assert_int_equal(fw_txn_begin(&txn, "r2", &opts, &res), FW_UNSAFE);
+	assert_null(txn);
+	assert_int_equal(fw_check("r2", 1, &opts, &res), FW_UNSAFE);
+	assert_int_equal(fw_delete("r2", 1, &opts, &res), FW_UNSAFE);
+	assert_null(fwt_slurp("shared.fence", NULL));
+	/* ... so r1's stale holder stays out. */
+	assert_int_equal(fw_commit_buffer("r1", 50, "stale", 5, &opts, &res),
+	                 FW_UNSAFE);
+	fwt_assert_content("r1", "r1 at 100");
+	/* The sidecar fence of an absent FILE is still created. */
+	assert_int_equal(commit("r3", 1, "r3", &res), FW_OK);
+	assert_true(fwt_fence_token("r3") == 1);
+}
+
+/* The transaction must not keep pointers the caller may free. */
+static void transaction_copies_the_names_it_was_given(void **state)
+{
+	char *path = strdup("copied.txt"), *fence = strdup("copied.f");
+	struct fw_result res;
+	struct fw_opts opts;
+	struct fw_txn *txn;
+
+	(void)state;
+	assert_non_null(path);
+	assert_non_null(fence);
+	fw_opts_init(&opts);
+	opts.fence_path = fence;
+	assert_int_equal(fw_init(path, 5, &opts, &res), FW_OK);
+	assert_int_equal(fw_txn_begin(&txn, path, &opts, &res), FW_OK);
+	memset(path, 'Z', strlen(path));
+	memset(fence, 'Z', strlen(fence));
+	free(path);
+	free(fence);
+	assert_int_equal(fw_txn_write(txn, "late", 4, &res), FW_OK);
+	assert_int_equal(fw_txn_commit(txn, 4, &res), FW_STALE);
+	assert_non_null(strstr(res.message, "copied.txt"));
+	assert_null(strstr(res.message, "ZZ"));
+	assert_null(fwt_slurp("copied.txt", NULL));
+	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
+/* Every field of a result says something true, on every path. */
+static void assert_result_filled(int rc, const struct fw_result *res)
+{
+	assert_int_equal(res->code, rc);
+	assert_non_null(memchr(res->message, '\0', sizeof(res->message)));
+	if (rc == FW_OK)
+		assert_string_equal(res->message, "");
+	else
+		assert_true(res->message[0] != '\0');
+	if (rc != FW_SYSTEM)
+		assert_int_equal(res->sys_errno, 0);
+	assert_true(res->fence_read == 0 || res->fence_read == 1);
+	if (!res->fence_read)
+		assert_true(res->fence_token == 0);
+}
+
+#define GARBLE(r) memset(&(r), 0xA5, sizeof(r))
+
+static void every_call_fills_every_field_of_its_result(void **state)
+{
+	struct fw_fence_info info;
+	struct fw_doctor_report rep;
+	struct fw_result res;
+	struct fw_txn *txn;
+	unsigned removed;
+	int rc;
+
+	(void)state;
+	GARBLE(res);
+	rc = fw_commit_buffer(NULL, 1, "x", 1, NULL, &res);
+	assert_int_equal(rc, FW_USAGE);
+	assert_result_filled(rc, &res);
+	GARBLE(res);
+	rc = fw_commit_buffer("f", 0, "x", 1, NULL, &res);
+	assert_int_equal(rc, FW_USAGE);
+	assert_result_filled(rc, &res);
+	GARBLE(res);
+	rc = fw_commit_buffer("f", 5, "x", 1, NULL, &res);
+	assert_int_equal(rc, FW_OK);
+	assert_result_filled(rc, &res);
+	GARBLE(res);
+	rc = fw_commit_buffer("f", 4, "x", 1, NULL, &res);
+	assert_int_equal(rc, FW_STALE);
+	assert_result_filled(rc, &res);
+	assert_true(res.fence_read && res.fence_token == 5);
+	GARBLE(res);
+	rc = fw_check("f", 0, NULL, &res);
+	assert_int_equal(rc, FW_USAGE);
+	assert_result_filled(rc, &res);
+	GARBLE(res);
+	rc = fw_check("f", 6, NULL, &res);
+	assert_int_equal(rc, FW_OK);
+	assert_result_filled(rc, &res);
+	GARBLE(res);
+	rc = fw_delete("f", 0, NULL, &res);
+	assert_int_equal(rc, FW_USAGE);
+	assert_result_filled(rc, &res);
+	GARBLE(res);
+	rc = fw_show("f", NULL, &info, &res);
+	assert_int_equal(rc, FW_OK);
+	assert_result_filled(rc, &res);
+	GARBLE(res);
+	rc = fw_show("nothing/there", NULL, &info, &res);
+	assert_int_equal(rc, FW_SYSTEM);
+	assert_result_filled(rc, &res);
+	assert_int_equal(res.sys_errno, ENOENT);
+	GARBLE(res);
+	rc = fw_show(NULL, NULL, &info, &res);
+	assert_int_equal(rc, FW_USAGE);
+	assert_result_filled(rc, &res);
+	GARBLE(res);
+	rc = fw_init("f", 1, NULL, &res);
+	assert_int_equal(rc, FW_UNSAFE);
+	assert_result_filled(rc, &res);
+	GARBLE(res);
+	rc = fw_init("", 1, NULL, &res);
+	assert_int_equal(rc, FW_USAGE);
+	assert_result_filled(rc, &res);
+	GARBLE(res);
+	rc = fw_clean(NULL, NULL, &removed, &res);
+	assert_int_equal(rc, FW_USAGE);
+	assert_result_filled(rc, &res);
+	GARBLE(res);
+	rc = fw_clean("f", NULL, &removed, &res);
+	assert_int_equal(rc, FW_OK);
+	assert_result_filled(rc, &res);
+	GARBLE(res);
+	rc = fw_doctor(NULL, NULL, &rep, &res);
+	assert_int_equal(rc, FW_USAGE);
+	assert_result_filled(rc, &res);
+	GARBLE(res);
+	rc = fw_txn_begin(&txn, NULL, NULL, &res);
+	assert_int_equal(rc, FW_USAGE);
+	assert_result_filled(rc, &res);
+	GARBLE(res);
+	rc = fw_txn_begin(&txn, "f", NULL, &res);
+	assert_int_equal(rc, FW_OK);
+	assert_result_filled(rc, &res);
+	GARBLE(res);
+	rc = fw_txn_copy_fd(txn, -1, "nothing", &res);
+	assert_int_equal(rc, FW_SYSTEM);
+	assert_result_filled(rc, &res);
+	assert_int_equal(res.sys_errno, EBADF);
+	GARBLE(res);
+	rc = fw_txn_commit(txn, 0, &res);
+	assert_int_equal(rc, FW_USAGE);
+	assert_result_filled(rc, &res);
+	/* A code says what it is, not what the last action was. */
+	assert_string_not_equal(fw_strerror(FW_OK), "committed");
+	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
+/*
+ * FILE names: every name whose fence name fits must work, temporary names
+ * shortened as needed; a longer one is a usage error that names the way
+ * out (--fence).
+ */
+static void long_names_work_up_to_what_their_fence_allows(void **state)
+{
+	char name[300], fence[320];
+	struct fw_result res;
+	struct fw_opts opts;
+	unsigned removed = 0;
+	pid_t pid;
+
+	(void)state;
+	memset(name, 'n', sizeof(name));
+	name[249] = '\0';          /* + ".fence" = 255, the longest name */
+	assert_int_equal(commit(name, 1, "one", &res), FW_OK);
+	assert_int_equal(commit(name, 2, "two", &res), FW_OK);
+	fwt_assert_content(name, "two");
+	snprintf(fence, sizeof(fence), "%s.fence", name);
+	assert_true(fwt_fence_token(name) == 2);
+	/* A writer killed mid-stream leaves a temporary file that the
+	   cleaner recognises by its (shortened) name. */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct fw_txn *txn;
+
+		if (fw_txn_begin(&txn, name, NULL, &res) != FW_OK)
+			_exit(1);
+		_exit(0);
+	}
+	assert_int_equal(fwt_wait(pid), 0);
+	assert_int_equal(fwt_count_tmp("."), 1);
+	assert_int_equal(fw_clean(name, NULL, &removed, &res), FW_OK);
+	assert_int_equal(removed, 1);
+	assert_int_equal(fwt_count_tmp("."), 0);
+	name[249] = 'n';
+	name[250] = '\0';
+	assert_int_equal(commit(name, 1, "x", &res), FW_USAGE);
+	assert_non_null(strstr(res.message, "--fence"));
+	assert_null(fwt_slurp(name, NULL));
+	/* With a fence elsewhere, the longest name a directory allows. */
+	name[255] = '\0';
+	memset(name + 250, 'n', 5);
+	fw_opts_init(&opts);
+	opts.fence_path = "short.fence";
+	assert_int_equal(fw_init(name, 0, &opts, &res), FW_OK);
+	assert_int_equal(fw_commit_buffer(name, 3, "3", 1, &opts, &res),
+	                 FW_OK);
+	fwt_assert_content(name, "3");
+	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
+/* A timeout too large to add to the clock means waiting for ever, not
+   an overflow (UBSan aborts the sanitized run on one). */
+static void huge_timeout_is_waiting_for_ever(void **state)
+{
+	struct fw_result res;
+	struct fw_opts opts;
+
+	(void)state;
+	fw_opts_init(&opts);
+	opts.timeout_ms = LONG_MAX;
+	assert_int_equal(fw_commit_buffer("f", 1, "1", 1, &opts, &res), FW_OK);
+	assert_int_equal(fw_check("f", 2, &opts, &res), FW_OK);
+}
+
+/* FILE turned into a link between begin and commit: the rename would
+   replace the link with content nobody asked to put there. */
+static void file_replaced_by_link_before_commit_fails_closed(void **state)
+{
+	struct fw_result res;
+	struct fw_txn *txn;
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(commit("f", 1, "old", &res), FW_OK);
+	fwt_spit("elsewhere", "elsewhere");
+	assert_int_equal(fw_txn_begin(&txn, "f", NULL, &res), FW_OK);
+	assert_int_equal(fw_txn_write(txn, "new", 3, &res), FW_OK);
+	assert_int_equal(unlink("f"), 0);
+	assert_int_equal(symlink("elsewhere", "f"), 0);
+	assert_int_equal(fw_txn_commit(txn, 2, &res), FW_UNSAFE);
+	assert_non_null(strstr(res.message, "symbolic link"));
+	assert_int_equal(lstat("f", &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	fwt_assert_content("elsewhere", "elsewhere");
+	assert_true(fwt_fence_token("f") == 1);
+	assert_int_equal(fw_delete("f", 3, NULL, &res), FW_UNSAFE);
+	assert_int_equal(lstat("f", &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_true(fwt_fence_token("f") == 1);
+	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -464,6 +743,12 @@ int main(void)
 		T(fence_may_live_elsewhere),
 		T(missing_directory_is_a_system_error_naming_it),
 		T(clean_removes_only_dead_writers_leftovers),
+		T(named_fence_is_never_created_implicitly),
+		T(transaction_copies_the_names_it_was_given),
+		T(every_call_fills_every_field_of_its_result),
+		T(long_names_work_up_to_what_their_fence_allows),
+		T(huge_timeout_is_waiting_for_ever),
+		T(file_replaced_by_link_before_commit_fails_closed),
 	};
 	return cmocka_run_group_tests_name("commit", tests, NULL, NULL);
 }

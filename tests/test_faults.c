@@ -19,6 +19,8 @@
 
 static void (*arm)(const char *call, int nth, int err);
 static const char *(*trace)(void);
+static const char *(*reads)(void);
+static void (*fstype)(long type);
 
 static int load_shim(void **state)
 {
@@ -26,7 +28,9 @@ static int load_shim(void **state)
 	arm = (void (*)(const char *, int, int))dlsym(RTLD_DEFAULT,
 	                                              "fwt_fault_arm");
 	trace = (const char *(*)(void))dlsym(RTLD_DEFAULT, "fwt_fault_trace");
-	if (!arm || !trace)
+	reads = (const char *(*)(void))dlsym(RTLD_DEFAULT, "fwt_fault_reads");
+	fstype = (void (*)(long))dlsym(RTLD_DEFAULT, "fwt_fault_fstype");
+	if (!arm || !trace || !reads || !fstype)
 		fail_msg("faults.so is not preloaded: run through make check");
 	return 0;
 }
@@ -271,6 +275,82 @@ static void command_exits_5_on_io_error(void **state)
 	assert_int_equal(fwt_count_tmp("."), 0);
 }
 
+/* WORD is one of the space-separated names in LIST. */
+static int has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = list; (p = strstr(p, word)) != NULL; p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+			return 1;
+	return 0;
+}
+
+/*
+ * Holding the old inode open across the rename moves the cost of freeing
+ * a large file past the unlock on a local disk.  On NFS it makes the
+ * client rename FILE away first (".nfsXXXX"), in a separate call: another
+ * host can see FILE missing, and a crash in between leaves it absent.
+ */
+static void old_file_is_held_open_on_local_disks_only(void **state)
+{
+	size_t len = 2u << 20;
+	char *big = malloc(len + 1);
+	struct fw_result res;
+
+	(void)state;
+	assert_non_null(big);
+	memset(big, 'b', len);
+	big[len] = '\0';
+	assert_int_equal(commit(1, big, &res), FW_OK);
+	arm(NULL, 0, 0);
+	assert_int_equal(commit(2, big, &res), FW_OK);
+	/* On this machine's disk the old inode is held (the control). */
+	assert_true(has_word(reads(), "f"));
+	fstype(0x6969);   /* NFS_SUPER_MAGIC */
+	arm(NULL, 0, 0);
+	assert_int_equal(commit(3, big, &res), FW_OK);
+	fstype(0);
+	if (has_word(reads(), "f"))
+		fail_msg("FILE was opened during the commit: %s", reads());
+	assert_true(fwt_fence_token("f") == 3);
+	free(big);
+}
+
+/* A temporary file that cannot be removed is named, with the way to
+   remove it, and the primary outcome stays what it was. */
+static void leftover_temporary_file_is_reported(void **state)
+{
+	struct fw_result res;
+	unsigned removed = 0;
+	char *err = NULL;
+	int rc;
+
+	(void)state;
+	assert_int_equal(commit(5, "five", &res), FW_OK);
+	arm("unlinkat", 1, EIO);
+	assert_int_equal(commit(4, "four", &res), FW_STALE);
+	assert_non_null(strstr(res.message, "stale token 4"));
+	assert_non_null(strstr(res.message, ".f.fwtmp."));
+	assert_non_null(strstr(res.message, "could not be removed"));
+	assert_non_null(strstr(res.message, "--clean"));
+	assert_int_equal(fwt_count_tmp("."), 1);
+	arm(NULL, 0, 0);
+	assert_int_equal(fw_clean("f", NULL, &removed, &res), FW_OK);
+	assert_int_equal(removed, 1);
+	/* The command says it too, and exits with the primary code. */
+	setenv("FWT_FAULT", "unlinkat:1:5", 1);
+	rc = fwt_run("three", NULL, &err, "-t", "3", "f", (char *)NULL);
+	unsetenv("FWT_FAULT");
+	assert_int_equal(rc, FW_STALE);
+	assert_non_null(strstr(err, "stale token 3"));
+	assert_non_null(strstr(err, "could not be removed"));
+	assert_non_null(strstr(err, "fencedwrite --clean f"));
+	assert_int_equal(fwt_count_tmp("."), 1);
+	free(err);
+	fwt_assert_content("f", "five");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -281,6 +361,8 @@ int main(void)
 		T(failed_fence_creation_leaves_no_fence),
 		T(copy_paths_and_their_fallbacks_give_the_same_bytes),
 		T(command_exits_5_on_io_error),
+		T(old_file_is_held_open_on_local_disks_only),
+		T(leftover_temporary_file_is_reported),
 	};
 	return cmocka_run_group_tests_name("faults", tests, load_shim, NULL);
 }
