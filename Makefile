@@ -33,7 +33,7 @@ endif
 
 LIB_SRC := src/commit.c src/doctor.c src/fence_record.c src/io.c src/lock.c \
            src/mount.c src/status.c src/target.c src/tmpfile.c src/token.c \
-           src/trust.c
+           src/read.c src/trust.c
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 HEADERS := src/fencedwrite.h src/internal.h
 
@@ -43,12 +43,13 @@ SHARED  := $(B)/libfencedwrite.so.$(VERSION)
 BIN     := $(B)/fencedwrite
 
 TESTS   := test_token test_fence_record test_lock test_commit test_cli \
-           test_contention test_faults test_crash test_hostile test_mount
+           test_contention test_faults test_crash test_hostile test_mount \
+           test_read
 # A suite named NAME@noofd runs again with OFD locks refused (tests/noofd.c),
 # so the classic-lock fallback and its in-process guard are tested too.
 # NAME@faults runs under tests/faults.c, which fails chosen system calls.
-SUITES  := $(filter-out test_faults test_crash,$(TESTS)) \
-           test_faults@faults test_crash@faults \
+SUITES  := $(filter-out test_faults test_crash test_read,$(TESTS)) \
+           test_faults@faults test_crash@faults test_read@faults \
            test_lock@noofd test_contention@noofd test_contention@huge
 SHIMS   := $(B)/tests/noofd.so $(B)/tests/faults.so
 TEST_BIN := $(TESTS:%=$(B)/tests/%) $(SHIMS) $(B)/tests/history_check

@@ -211,6 +211,19 @@ int fw_delete(const char *path, uint64_t token, const struct fw_opts *opts,
 int fw_check(const char *path, uint64_t token, const struct fw_opts *opts,
              struct fw_result *res);
 
+/*
+ * Copy one whole version of PATH to OUT (a pipe, a file, a socket ...).
+ * On NFS a reader can meet ESTALE in the middle of a read, or ENOENT, when
+ * a commit on another host replaces PATH; the version is therefore read
+ * whole into memory first (an anonymous memory file, not the heap) and
+ * the read retried, for about a second and a half at most, so OUT gets one
+ * whole version or nothing.  Takes no lock and changes nothing.  FW_OK;
+ * FW_UNSAFE if PATH is a symbolic link or not a regular file; FW_SYSTEM
+ * naming the call (ESTALE or ENOENT after the last attempt).
+ */
+int fw_read(const char *path, int out, const struct fw_opts *opts,
+            struct fw_result *res);
+
 /* The current record of a fence, as fw_show reports it. */
 struct fw_fence_info {
 	uint64_t token;     /* highest accepted token */

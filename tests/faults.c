@@ -1,12 +1,13 @@
 /*
  * faults.so - LD_PRELOAD shim for tests, never built into the tool.
  *
- * It sees every call of the write path (open, openat, write, pwrite, fsync,
+ * It sees every call of the write path (open, openat, read, write, pwrite, fsync,
  * fdatasync, rename, renameat, link, linkat, unlink, unlinkat, fcntl,
  * close, fchmod, fchown, copy_file_range, splice) and can:
  *
- *   - fail the Nth call of one kind with an errno: fwt_fault_arm() from a
- *     test, or FWT_FAULT="call:N:errno" in a child;
+ *   - fail the Nth call of one kind with an errno (every call from the
+ *     -Nth on, if N < 0): fwt_fault_arm() from a test, or
+ *     FWT_FAULT="call:N:errno" in a child;
  *   - at the Kth call of any kind, SIGKILL the process or fail that call:
  *     FWT_CRASH="K:kill" or FWT_CRASH="K:errno";
  *   - count the calls: FWT_COUNT=path receives the total at exit, or,
@@ -46,9 +47,10 @@ void fwt_fault_arm(const char *call, int nth, int err);
 const char *fwt_fault_trace(void);
 const char *fwt_fault_reads(void);
 void fwt_fault_fstype(long type);
+int fwt_fault_fired(void);
 
 static char armed[32];
-static int armed_nth, armed_err, seen;
+static int armed_nth, armed_err, seen, fired;
 static char names[4096];
 static char reads[4096];
 static long fake_fstype;
@@ -66,8 +68,15 @@ void fwt_fault_arm(const char *call, int nth, int err)
 	armed_nth = nth;
 	armed_err = err;
 	seen = 0;
+	fired = 0;
 	names[0] = '\0';
 	reads[0] = '\0';
+}
+
+/* How many times the armed fault was injected since it was armed. */
+int fwt_fault_fired(void)
+{
+	return fired;
 }
 
 const char *fwt_fault_trace(void)
@@ -93,7 +102,7 @@ __attribute__((constructor)) static void from_env(void)
 	char call[32], how[32];
 	int nth, err;
 
-	if (spec && sscanf(spec, "%31[a-z0-9]:%d:%d", call, &nth, &err) == 3)
+	if (spec && sscanf(spec, "%31[a-z0-9_]:%d:%d", call, &nth, &err) == 3)
 		fwt_fault_arm(call, nth, err);
 	if (crash && sscanf(crash, "%ld:%31s", &crash_at, how) == 2)
 		crash_err = strcmp(how, "kill") == 0 ? 0 : atoi(how);
@@ -147,6 +156,20 @@ static const char *last(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* The armed fault: the Nth call of its kind, or with N < 0 every call
+   from the -Nth on.  1 if this call must fail (errno set). */
+static int armed_fault(const char *call)
+{
+	if (!armed[0] || strcmp(call, armed) != 0)
+		return 0;
+	++seen;
+	if (armed_nth > 0 ? seen != armed_nth : seen < -armed_nth)
+		return 0;
+	fired++;
+	errno = armed_err;
+	return 1;
+}
+
 /* 1 if this call must fail (errno set); may not return (SIGKILL). */
 static int fault(const char *call)
 {
@@ -174,11 +197,7 @@ static int fault(const char *call)
 			snprintf(names + n, sizeof(names) - n, "%s%s",
 			         n ? " " : "", call);
 	}
-	if (armed[0] && strcmp(call, armed) == 0 && ++seen == armed_nth) {
-		errno = armed_err;
-		return 1;
-	}
-	return 0;
+	return armed_fault(call);
 }
 
 static void trace_write(int fd, const void *buf, ssize_t n, off_t off)
@@ -255,6 +274,15 @@ OPEN_LIKE(open)
 OPEN_LIKE(open64)
 OPENAT_LIKE(openat)
 OPENAT_LIKE(openat64)
+
+/* Reads only fail when armed: counting them would renumber every call
+   of the crash suite for no new state on disk. */
+ssize_t read(int fd, void *buf, size_t n)
+{
+	if (armed_fault("read"))
+		return -1;
+	return REAL("read", ssize_t (*)(int, void *, size_t))(fd, buf, n);
+}
 
 ssize_t write(int fd, const void *buf, size_t n)
 {
