@@ -123,23 +123,62 @@ static mode_t wanted_mode(const struct stat *old, const struct fw_opts *o)
 }
 
 /*
+ * The bits of a new fence: FILE's read and write bits, never write for
+ * others (any local user could lower the token; trust.c refuses such a
+ * fence), never execute or set-id (a fence is data, and a set-id file that
+ * others may fill is a hole).
+ */
+static mode_t fence_mode(const struct stat *file, const struct fw_opts *o)
+{
+	return wanted_mode(file, o) & 0664;
+}
+
+/*
+ * Give FD (whose state is NOW) the owner and group OLD has, where the
+ * process may, and the bits WANT; when EXACT, WANT even if NOW already
+ * differs only by the umask.
+ */
+static int set_owner_and_bits(int fd, const struct stat *now,
+                              const struct stat *old, mode_t want, int exact)
+{
+	if (old && (old->st_uid != now->st_uid || old->st_gid != now->st_gid)) {
+		if (fchown(fd, old->st_uid, old->st_gid) < 0) {
+			if (errno != EPERM)
+				return -1;
+			/* A member of FILE's group who is not its owner may not
+			   give the file away but may keep its group: otherwise
+			   FILE would take the committer's group and shut the
+			   other members out. */
+			if (old->st_gid != now->st_gid &&
+			    fchown(fd, (uid_t)-1, old->st_gid) < 0 &&
+			    errno != EPERM)
+				return -1;
+		}
+		/* fchown may have cleared set-id bits: set them again. */
+		return fchmod(fd, want);
+	}
+	if (exact && (now->st_mode & 07777) != want)
+		return fchmod(fd, want);
+	return 0;
+}
+
+/*
  * Give FD (whose state is NOW) the owner and bits FILE has or will have.
  * Most of the time the file was created right and nothing is called.
  */
 static int set_mode(int fd, const struct stat *now, const struct stat *old,
                     const struct fw_opts *o)
 {
-	mode_t want = wanted_mode(old, o);
+	return set_owner_and_bits(fd, now, old, wanted_mode(old, o),
+	                          old || (o->flags & FW_USE_MODE));
+}
 
-	if (old && (old->st_uid != now->st_uid || old->st_gid != now->st_gid)) {
-		if (fchown(fd, old->st_uid, old->st_gid) < 0 && errno != EPERM)
-			return -1;
-		/* fchown may have cleared set-id bits: set them again. */
-		return fchmod(fd, want);
-	}
-	if ((old || (o->flags & FW_USE_MODE)) && (now->st_mode & 07777) != want)
-		return fchmod(fd, want);
-	return 0;
+/* The same for a new fence of FILE (OLD), with the bits of fence_mode. */
+static int set_fence_mode(int fd, const struct stat *now,
+                          const struct stat *old, const struct fw_opts *o)
+{
+	return set_owner_and_bits(fd, now, old, fence_mode(old, o),
+	                          old || (o->flags & FW_USE_MODE));
 }
 
 /* ---- the fence ------------------------------------------------------- */
@@ -176,7 +215,7 @@ static int create_fence(const struct target *t, uint64_t token,
 	fw_record_stamp(&rec, op);
 	fw_record_image(&rec, image);
 	tmp[0] = '\0';
-	fd = fw_tmp_create(t->fdirfd, t->fbase, wanted_mode(file, opts) & 0777,
+	fd = fw_tmp_create(t->fdirfd, t->fbase, fence_mode(file, opts),
 	                   tmp, sizeof(tmp), &now);
 	if (fd < 0) {
 		char fdir[PATH_MAX], shown[PATH_MAX + 64];
@@ -185,7 +224,7 @@ static int create_fence(const struct target *t, uint64_t token,
 		                   tmp_shown(fdir_shown(t, fdir), t->fbase, "",
 		                             shown, sizeof(shown)));
 	}
-	if (set_mode(fd, &now, file, opts) < 0)
+	if (set_fence_mode(fd, &now, file, opts) < 0)
 		rc = fw_fail_sys(res, errno, "fchmod", t->fshown);
 	else if (fw_write_all(fd, image, sizeof(image), NULL) < 0)
 		rc = fw_fail_sys(res, errno, "write", t->fshown);

@@ -213,6 +213,14 @@ int fwt_runv(const char *stdin_data, char **out, char **err,
 int fwt_runv_as(uid_t uid, const char *stdin_data, char **out, char **err,
                 char *const argv[])
 {
+	return fwt_runv_as_groups(uid, (gid_t)uid, NULL, 0, stdin_data, out,
+	                          err, argv);
+}
+
+int fwt_runv_as_groups(uid_t uid, gid_t gid, const gid_t *groups,
+                       size_t ngroups, const char *stdin_data, char **out,
+                       char **err, char *const argv[])
+{
 	char oname[] = "/tmp/fwt-out.XXXXXX", ename[] = "/tmp/fwt-err.XXXXXX";
 	int ofd = mkstemp(oname), efd = mkstemp(ename);
 	int in = open_input(stdin_data), rc;
@@ -228,7 +236,7 @@ int fwt_runv_as(uid_t uid, const char *stdin_data, char **out, char **err,
 		dup2(ofd, 1);
 		dup2(efd, 2);
 		if (uid != (uid_t)-1 &&
-		    (setgroups(0, NULL) || setgid(uid) || setuid(uid)))
+		    (setgroups(ngroups, groups) || setgid(gid) || setuid(uid)))
 			_exit(120);
 		execv(bin(), argv);
 		_exit(127);

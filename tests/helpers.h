@@ -39,6 +39,10 @@ int fwt_runv(const char *stdin_data, char **out, char **err,
 /* The same as user and group UID (supplementary groups dropped). */
 int fwt_runv_as(uid_t uid, const char *stdin_data, char **out, char **err,
                 char *const argv[]);
+/* The same as user UID, group GID and the NGROUPS supplementary GROUPS. */
+int fwt_runv_as_groups(uid_t uid, gid_t gid, const gid_t *groups,
+                       size_t ngroups, const char *stdin_data, char **out,
+                       char **err, char *const argv[]);
 /* Start the command without waiting; stdin from STDIN_DATA. */
 pid_t fwt_spawn(const char *stdin_data, char *const argv[]);
 /* Start the command with the test's own standard input. */

@@ -4,6 +4,9 @@
  *   - an unprivileged writer in a sticky, world-writable directory where
  *     another user planted links and files at FILE, at the fence and at
  *     names that look like temporary files;
+ *   - a fence planted, or left writable, by someone the writer does not
+ *     trust, and the team of accounts of one group that it must trust;
+ *   - the bits and group that new fences and files are given;
  *   - permission denied on the directory, on FILE and on the fence;
  *   - a read-only filesystem and a full one (small tmpfs mounts);
  *   - a directory, a FIFO or a device where FILE should be.
@@ -11,9 +14,11 @@
  * Needs root to switch users and mount; skips with a message otherwise.
  */
 #define _GNU_SOURCE
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +26,16 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "helpers.h"
 
 #define VICTIM 65534    /* nobody: the writer */
 #define ATTACKER 65533  /* another local user */
+#define MATE_A 65531    /* two service accounts of one team ... */
+#define MATE_B 65532
+#define TEAM 65530      /* ... and its group, neither's primary one */
 
 static void need_root(void)
 {
@@ -36,19 +45,44 @@ static void need_root(void)
 	}
 }
 
-/* Run the command as UID with STDIN_DATA; stderr into *ERR. */
-static int run_as(uid_t uid, const char *stdin_data, char **err, ...)
+static int vrun_as(uid_t uid, const gid_t *groups, size_t ngroups,
+                   const char *stdin_data, char **out, char **err,
+                   va_list ap)
 {
 	char *argv[16];
-	va_list ap;
 	int n = 0;
 
 	argv[n++] = (char *)"fencedwrite";
-	va_start(ap, err);
 	while ((argv[n] = va_arg(ap, char *)) != NULL)
 		assert_true(++n < 15);
+	return fwt_runv_as_groups(uid, (gid_t)uid, groups, ngroups,
+	                          stdin_data, out, err, argv);
+}
+
+/* Run the command as UID with STDIN_DATA; stderr into *ERR. */
+static int run_as(uid_t uid, const char *stdin_data, char **err, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, err);
+	rc = vrun_as(uid, NULL, 0, stdin_data, NULL, err, ap);
 	va_end(ap);
-	return fwt_runv_as(uid, stdin_data, NULL, err, argv);
+	return rc;
+}
+
+/* The same as UID with TEAM as a supplementary group; stdout into *OUT. */
+static int run_as_mate(uid_t uid, const char *stdin_data, char **out,
+                       char **err, ...)
+{
+	static const gid_t team[] = { TEAM };
+	va_list ap;
+	int rc;
+
+	va_start(ap, err);
+	rc = vrun_as(uid, team, 1, stdin_data, out, err, ap);
+	va_end(ap);
+	return rc;
 }
 
 /* A world-writable sticky directory "shared", as /tmp is. */
@@ -170,6 +204,311 @@ static void fence_owned_by_someone_else_is_refused(void **state)
 	assert_int_equal(fwt_count_tmp("shared"), 0);
 }
 
+/*
+ * Let UID write PATH through an access ACL (user::rw-, user:UID:rw-,
+ * group::r--, mask::rw-, other::r--), as a planter would to have its fence
+ * used by someone who could not otherwise write it.  0, or -1 (errno)
+ * where the filesystem keeps no ACLs.
+ */
+static int acl_grant_write(const char *path, uid_t uid)
+{
+	static const uint16_t tags[5] = { 0x01, 0x02, 0x04, 0x10, 0x20 };
+	static const uint16_t perms[5] = { 6, 6, 4, 6, 4 };
+	unsigned char buf[4 + 5 * 8];
+	uint32_t v = htole32(2);
+
+	memcpy(buf, &v, 4);
+	for (int i = 0; i < 5; i++) {
+		uint16_t tag = htole16(tags[i]), perm = htole16(perms[i]);
+		uint32_t id = htole32(tags[i] == 0x02 ? (uint32_t)uid
+		                                      : UINT32_MAX);
+
+		memcpy(buf + 4 + 8 * i, &tag, 2);
+		memcpy(buf + 6 + 8 * i, &perm, 2);
+		memcpy(buf + 8 + 8 * i, &id, 4);
+	}
+	return setxattr(path, "system.posix_acl_access", buf, sizeof(buf), 0);
+}
+
+/* ATTACKER runs --init on PATH (token 0) with umask 0, then lets VICTIM
+   write the fence; false (after a message) where ACLs are not kept. */
+static int plant_fence(const char *path)
+{
+	char fence[256];
+	mode_t old = umask(0);
+	int rc = run_as(ATTACKER, NULL, NULL, "--init", path, (char *)NULL);
+
+	umask(old);
+	assert_int_equal(rc, 0);
+	snprintf(fence, sizeof(fence), "%s.fence", path);
+	if (acl_grant_write(fence, VICTIM) != 0) {
+		print_message("skipped: no ACLs here: %s\n", strerror(errno));
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * In a sticky directory another user runs --init before the victim's first
+ * write.  Whatever token the victim then commits, the planter can take it
+ * back: it owns the fence, so it may remove it and create another at 0,
+ * and the victim's stale token would be accepted.  Nothing is committed
+ * under such a fence.
+ */
+static void fence_planted_by_another_user_is_refused(void **state)
+{
+	char *err;
+
+	(void)state;
+	need_root();
+	make_shared();
+	if (!plant_fence("shared/report.txt"))
+		skip();
+	REFUSED(run_as(VICTIM, "token 100\n", &err, "-t", "100",
+	               "shared/report.txt", (char *)NULL),
+	        3, "shared/report.txt.fence");
+	assert_null(fwt_slurp("shared/report.txt", NULL));
+	/* the planter starts over (the sticky bit lets it: its own file) */
+	assert_int_equal(unlink("shared/report.txt.fence"), 0);
+	assert_true(plant_fence("shared/report.txt"));
+	REFUSED(run_as(VICTIM, "token 50\n", &err, "-t", "50",
+	               "shared/report.txt", (char *)NULL),
+	        3, "owner uid 65533, mode 0664");
+	assert_null(fwt_slurp("shared/report.txt", NULL));
+	assert_int_equal(fwt_count_tmp("shared"), 0);
+}
+
+/* Every action that reads a fence believes it or refuses it alike. */
+static void fence_planted_by_another_user_is_refused_by_every_action(
+	void **state)
+{
+	char *err, *before, *after;
+
+	(void)state;
+	need_root();
+	make_shared();
+	/* readable by everybody, writable only by its owner */
+	assert_int_equal(run_as(ATTACKER, NULL, NULL, "--init",
+	                        "shared/r", (char *)NULL), 0);
+	before = fwt_slurp("shared/r.fence", NULL);
+	REFUSED(run_as(VICTIM, NULL, &err, "--show", "shared/r",
+	               (char *)NULL),
+	        3, "shared/r.fence belongs to uid 65533 (group gid 65533, "
+	           "mode 0644)");
+	REFUSED(run_as(VICTIM, NULL, &err, "--check", "-t", "1", "shared/r",
+	               (char *)NULL),
+	        3, "--init -t N");
+	/* --init never replaces a fence, and does not vouch for this one */
+	assert_int_equal(run_as(VICTIM, NULL, &err, "--init", "shared/r",
+	                        (char *)NULL), 3);
+	if (strstr(err, "holds"))
+		fail_msg("--init reported the planted fence's token: %s", err);
+	free(err);
+	/* and once the victim may write it too */
+	if (acl_grant_write("shared/r.fence", VICTIM) != 0) {
+		print_message("skipped: no ACLs here: %s\n", strerror(errno));
+		free(before);
+		skip();
+	}
+	REFUSED(run_as(VICTIM, NULL, &err, "--delete", "-t", "5", "shared/r",
+	               (char *)NULL),
+	        3, "uid 65533");
+	REFUSED(run_as(VICTIM, "x\n", &err, "-t", "5", "shared/r",
+	               (char *)NULL),
+	        3, "uid 65533");
+	after = fwt_slurp("shared/r.fence", NULL);
+	assert_non_null(after);
+	assert_memory_equal(before, after, 512);
+	assert_null(fwt_slurp("shared/r", NULL));
+	free(before);
+	free(after);
+}
+
+/* Any user could lower the token of a fence that everyone may write. */
+static void world_writable_fence_is_refused_even_if_ours(void **state)
+{
+	char *err;
+
+	(void)state;
+	need_root();
+	make_shared();
+	assert_int_equal(run_as(VICTIM, "one\n", NULL, "-t", "1", "shared/w",
+	                        (char *)NULL), 0);
+	assert_int_equal(chmod("shared/w.fence", 0666), 0);
+	REFUSED(run_as(VICTIM, "two\n", &err, "-t", "2", "shared/w",
+	               (char *)NULL),
+	        3, "shared/w.fence is writable by every user (owner uid 65534, "
+	           "group gid 65534, mode 0666)");
+	REFUSED(run_as(VICTIM, NULL, &err, "--show", "shared/w", (char *)NULL),
+	        3, "writable by every user");
+	REFUSED(run_as(VICTIM, NULL, &err, "--check", "-t", "2", "shared/w",
+	               (char *)NULL),
+	        3, "writable by every user");
+	REFUSED(run_as(VICTIM, NULL, &err, "--delete", "-t", "2", "shared/w",
+	               (char *)NULL),
+	        3, "writable by every user");
+	/* root as well: it is not the owner that is in doubt */
+	REFUSED(fwt_run("two\n", NULL, &err, "-t", "2", "shared/w",
+	                (char *)NULL),
+	        3, "writable by every user");
+	fwt_assert_content("shared/w", "one\n");
+	assert_int_equal(fwt_count_tmp("shared"), 0);
+}
+
+/* The fence's token as UID (a member of TEAM) sees it. */
+static uint64_t mate_token(uid_t uid, const char *path)
+{
+	char *out, *err;
+	uint64_t token;
+	int rc = run_as_mate(uid, NULL, &out, &err, "--show", path,
+	                     (char *)NULL);
+
+	if (rc != 0)
+		fail_msg("--show %s as uid %u: exit %d: %s", path,
+		         (unsigned)uid, rc, err);
+	assert_int_equal(fw_parse_token(strtok(out, "\n"), &token), FW_OK);
+	free(out);
+	free(err);
+	return token;
+}
+
+/* Two accounts of one team take turns at NAME in "team", COUNT times. */
+static void take_turns(const char *name, int count, const char *mode)
+{
+	char tok[16], body[32];
+
+	for (int i = 1; i <= count; i++) {
+		uid_t who = i % 2 ? MATE_A : MATE_B;
+		char *err;
+		int rc;
+
+		snprintf(tok, sizeof(tok), "%d", i);
+		snprintf(body, sizeof(body), "turn %d\n", i);
+		rc = mode ? run_as_mate(who, body, NULL, &err, "--mode", mode,
+		                        "-t", tok, name, (char *)NULL)
+		          : run_as_mate(who, body, NULL, &err, "-t", tok, name,
+		                        (char *)NULL);
+		if (rc != 0)
+			fail_msg("turn %d (uid %u) on %s: exit %d: %s", i,
+			         (unsigned)who, name, rc, err);
+		free(err);
+	}
+}
+
+static void assert_owner_group_mode(const char *path, uid_t uid, gid_t gid,
+                                    mode_t mode)
+{
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	if (st.st_uid != uid || st.st_gid != gid || (st.st_mode & 07777) != mode)
+		fail_msg("%s is %u:%u %04o, want %u:%u %04o", path,
+		         (unsigned)st.st_uid, (unsigned)st.st_gid,
+		         (unsigned)(st.st_mode & 07777), (unsigned)uid,
+		         (unsigned)gid, (unsigned)mode);
+}
+
+/*
+ * A team of service accounts sharing a group directory (setgid, the usual
+ * NFS set-up): each trusts a fence the other created, because both are
+ * members of its group and it is writable by that group.
+ */
+static void team_mates_take_turns_in_a_setgid_directory(void **state)
+{
+	mode_t old;
+	char *err;
+
+	(void)state;
+	need_root();
+	assert_int_equal(chmod(".", 0755), 0);
+	assert_int_equal(mkdir("team", 0770), 0);
+	assert_int_equal(chown("team", 0, TEAM), 0);
+	assert_int_equal(chmod("team", 02770), 0);
+
+	old = umask(002);
+	take_turns("team/state", 40, NULL);
+	umask(old);
+	fwt_assert_content("team/state", "turn 40\n");
+	assert_true(mate_token(MATE_A, "team/state") == 40);
+	assert_true(mate_token(MATE_B, "team/state") == 40);
+	assert_owner_group_mode("team/state.fence", MATE_A, TEAM, 0664);
+	assert_owner_group_mode("team/state", MATE_B, TEAM, 0664);
+	/* and a stale mate is still stale */
+	REFUSED(run_as_mate(MATE_A, "late\n", NULL, &err, "-t", "39",
+	                    "team/state", (char *)NULL),
+	        1, "stale token 39");
+	fwt_assert_content("team/state", "turn 40\n");
+
+	/* the other way to share: the default umask and --mode 0660 */
+	old = umask(022);
+	take_turns("team/conf", 10, "0660");
+	umask(old);
+	fwt_assert_content("team/conf", "turn 10\n");
+	assert_true(mate_token(MATE_A, "team/conf") == 10);
+	assert_owner_group_mode("team/conf.fence", MATE_A, TEAM, 0660);
+	assert_owner_group_mode("team/conf", MATE_B, TEAM, 0660);
+	assert_int_equal(fwt_count_tmp("team"), 0);
+}
+
+/*
+ * Outside a setgid directory only fencedwrite's own fchown keeps FILE's
+ * group when a member of it who is not FILE's owner commits: the owner
+ * cannot be kept, the group can.
+ */
+static void group_member_commit_keeps_file_group(void **state)
+{
+	mode_t old;
+
+	(void)state;
+	need_root();
+	assert_int_equal(chmod(".", 0755), 0);
+	assert_int_equal(mkdir("plain", 0755), 0);
+	assert_int_equal(chown("plain", 0, TEAM), 0);
+	assert_int_equal(chmod("plain", 0775), 0);
+	old = umask(002);
+	assert_int_equal(run_as_mate(MATE_A, "a\n", NULL, NULL, "-t", "1",
+	                             "plain/f", (char *)NULL), 0);
+	/* handed to the team, as an administrator would (chgrp) */
+	assert_int_equal(chown("plain/f", MATE_A, TEAM), 0);
+	assert_int_equal(chown("plain/f.fence", MATE_A, TEAM), 0);
+	assert_int_equal(run_as_mate(MATE_B, "b\n", NULL, NULL, "-t", "2",
+	                             "plain/f", (char *)NULL), 0);
+	umask(old);
+	fwt_assert_content("plain/f", "b\n");
+	assert_owner_group_mode("plain/f", MATE_B, TEAM, 0664);
+	assert_int_equal(fwt_count_tmp("plain"), 0);
+}
+
+/* A fence holds data: read and write bits only, never write for others. */
+static void new_fences_get_read_and_write_bits_only(void **state)
+{
+	struct stat st;
+	mode_t old;
+
+	(void)state;
+	assert_int_equal(fwt_run("x", NULL, NULL, "--mode", "6777", "-t", "1",
+	                         "m1", (char *)NULL), 0);
+	assert_int_equal(stat("m1.fence", &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0664);
+
+	old = umask(0);
+	assert_int_equal(fwt_run("x", NULL, NULL, "-t", "1", "m2",
+	                         (char *)NULL), 0);
+	umask(old);
+	assert_int_equal(stat("m2.fence", &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0664);
+
+	fwt_spit("m3", "existing\n");
+	assert_int_equal(chmod("m3", 0777), 0);
+	assert_int_equal(fwt_run(NULL, NULL, NULL, "--init", "m3",
+	                         (char *)NULL), 0);
+	assert_int_equal(stat("m3.fence", &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0664);
+	/* FILE keeps its own bits */
+	assert_int_equal(stat("m3", &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0777);
+}
+
 static void permission_denied_at_each_level(void **state)
 {
 	char *err;
@@ -193,8 +532,10 @@ static void permission_denied_at_each_level(void **state)
 	REFUSED(run_as(VICTIM, NULL, &err, "--show", "d/f", (char *)NULL),
 	        5, "open(d/f.fence): Permission denied");
 	fwt_assert_content("d/f", "root\n");
-	/* FILE itself read-only: a rename replaces it, as an editor would */
-	assert_int_equal(chmod("d/f.fence", 0666), 0);
+	/* FILE itself read-only: a rename replaces it, as an editor would
+	   (the fence is the writer's own: a world-writable one is refused) */
+	assert_int_equal(chown("d/f.fence", VICTIM, VICTIM), 0);
+	assert_int_equal(chmod("d/f.fence", 0644), 0);
 	assert_int_equal(chmod("d/f", 0444), 0);
 	assert_int_equal(run_as(VICTIM, "x\n", NULL, "-t", "2", "d/f", (char *)NULL), 0);
 	fwt_assert_content("d/f", "x\n");
@@ -303,6 +644,12 @@ int main(void)
 		T(planted_links_never_redirect_a_write),
 		T(planted_temporary_names_are_neither_used_nor_removed),
 		T(fence_owned_by_someone_else_is_refused),
+		T(fence_planted_by_another_user_is_refused),
+		T(fence_planted_by_another_user_is_refused_by_every_action),
+		T(world_writable_fence_is_refused_even_if_ours),
+		T(team_mates_take_turns_in_a_setgid_directory),
+		T(group_member_commit_keeps_file_group),
+		T(new_fences_get_read_and_write_bits_only),
 		T(permission_denied_at_each_level),
 		T(read_only_filesystem_fails_with_5_and_changes_nothing),
 		T(full_disk_fails_with_5_and_leaves_no_trace),
