@@ -278,6 +278,30 @@ static int read_fence(const struct target *t, int fd, struct fw_record *rec,
 	return FW_OK;
 }
 
+/*
+ * The fence could not be opened: EACCES on another user's fence says less
+ * than the truth, which is that it would not be believed if it could be
+ * opened.  Say that (FW_UNSAFE), or keep the open failure in RES.
+ */
+static int unopenable_fence(const struct target *t, struct fw_result *res)
+{
+	struct stat st;
+	int rc;
+
+	if (!res || (res->sys_errno != EACCES && res->sys_errno != EPERM) ||
+	    fstatat(t->fdirfd, t->fbase, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(st.st_mode))
+		return FW_SYSTEM;
+	{
+		struct fw_result why;
+
+		rc = fw_fence_trusted(&st, t->fshown, &why);
+		if (rc != FW_OK)
+			*res = why;
+	}
+	return rc == FW_OK ? FW_SYSTEM : rc;
+}
+
 /* How fence_lock treats a missing fence. */
 enum absent { ABSENT_FAILS, ABSENT_CREATES, ABSENT_REPORTS };
 
@@ -306,6 +330,8 @@ static int fence_lock(const struct target *t, int exclusive, enum absent how,
 				fw_lock_release(lk);
 			return rc;
 		}
+		if (rc == FW_SYSTEM)
+			return unopenable_fence(t, res);
 		if (rc != FW_LOCK_ABSENT)
 			return rc;
 		if (how == ABSENT_FAILS)
@@ -808,7 +834,7 @@ int fw_init(const char *path, uint64_t token, const struct fw_opts *opts,
 		else
 			rc = fw_fail(res, FW_UNSAFE,
 			             "%s already exists; --init never replaces "
-			             "a fence", t.fshown);
+			             "a fence (%s)", t.fshown, shown.message);
 	} else if (rc == FW_OK) {
 		rc = fw_ok(res);
 	}

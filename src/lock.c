@@ -351,7 +351,6 @@ int fw_lock_open(int dirfd, const char *name, const char *shown,
 			return fw_fail_sys(res, errno, "lock", shown);
 		}
 		lk->fd = fd;
-		lk->st = st;
 		if (!S_ISREG(st.st_mode)) {
 			fw_lock_release(lk);
 			return fw_fail(res, FW_UNSAFE,
@@ -374,8 +373,12 @@ int fw_lock_open(int dirfd, const char *name, const char *shown,
 		   out nobody.  Only a lock on the inode at the path counts. */
 		rc = fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW);
 		if (rc == 0 && now.st_dev == st.st_dev &&
-		    now.st_ino == st.st_ino)
+		    now.st_ino == st.st_ino) {
+			/* Owner and mode as of the grant, not as of the open:
+			   the trust check judges these. */
+			lk->st = now;
 			return FW_OK;
+		}
 		if (rc < 0 && errno != ENOENT) {
 			int err = errno;
 
