@@ -50,7 +50,8 @@ TESTS   := test_token test_fence_record test_lock test_commit test_cli \
 # NAME@faults runs under tests/faults.c, which fails chosen system calls.
 SUITES  := $(filter-out test_faults test_crash test_read,$(TESTS)) \
            test_faults@faults test_crash@faults test_read@faults \
-           test_lock@noofd test_contention@noofd test_contention@huge
+           test_lock@noofd test_contention@noofd test_contention@huge \
+           test_mount@noofd
 SHIMS   := $(B)/tests/noofd.so $(B)/tests/faults.so
 TEST_BIN := $(TESTS:%=$(B)/tests/%) $(SHIMS) $(B)/tests/history_check
 CMOCKA_CFLAGS = $(shell pkg-config --cflags cmocka 2>/dev/null)

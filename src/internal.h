@@ -71,10 +71,21 @@ FW_HIDDEN void fw_target_close(struct target *t);
 /* Analyse the mount of DIRFD in TABLE (NULL: /proc/self/mountinfo). */
 FW_HIDDEN int fw_mount_of(int dirfd, const char *shown, const char *table,
                           struct fw_mount_info *info, struct fw_result *res);
-/* 1 if statfs type F_TYPE may keep locks from other hosts. */
-FW_HIDDEN int fw_mount_needs_check(long f_type);
-/* FW_OK if the fence's locks exclude every writer of FILE (or the caller
-   allows local locks); FW_UNSAFE naming the reason; or another code. */
+/*
+ * Whether fencing holds for T: the fence's filesystem must keep locks that
+ * reach every host that can write FILE.  FW_OK if so, or if the caller
+ * allows local locks (FW_LOCAL_LOCKS_OK); FW_UNSAFE with a message naming
+ * the paths and the reason; or another code.  *FENCE receives the fence's
+ * mount; with DETAILS every field is filled from the mount table, else a
+ * known local filesystem costs one fstatfs() and fills only scope, fstype
+ * and why.  The write path and fw_doctor both ask this, so they agree.
+ */
+FW_HIDDEN int fw_mount_judge(const struct target *t,
+                             const struct fw_opts *opts, int details,
+                             struct fw_mount_info *fence,
+                             struct fw_result *res);
+/* fw_mount_judge for the write path: FW_OK, FW_UNSAFE naming the reason,
+   or another code. */
 FW_HIDDEN int fw_mount_check(const struct target *t,
                              const struct fw_opts *opts,
                              struct fw_result *res);
@@ -130,6 +141,8 @@ struct fw_lock {
 	int fd;                 /* the locked fence, or -1 */
 	struct fw_guard *guard; /* in-process exclusion for this inode */
 	struct stat st;         /* the locked inode, as fstat saw it */
+	int ofd;                /* kind fw_lock_open tried, also when busy:
+	                           1 OFD, 0 classic, -1 none */
 };
 
 /* fw_lock_open's result when the fence does not exist. */

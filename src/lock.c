@@ -319,6 +319,7 @@ int fw_lock_open(int dirfd, const char *name, const char *shown,
 
 	lk->fd = -1;
 	lk->guard = NULL;
+	lk->ofd = -1;
 	for (int attempt = 0; attempt < MAX_REOPEN; attempt++) {
 		struct stat st, now;
 		int fd, rc, ofd = 1;   /* wait_lock falls back to classic */
@@ -358,6 +359,7 @@ int fw_lock_open(int dirfd, const char *name, const char *shown,
 		}
 		rc = wait_lock(fd, exclusive ? F_WRLCK : F_RDLCK, deadline,
 		               opts, &ofd);
+		lk->ofd = ofd;
 		if (rc != FW_OK) {
 			int err = errno;
 
