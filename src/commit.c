@@ -520,6 +520,7 @@ struct fw_txn {
 	char tmp[NAME_MAX + 1];         /* its name in FILE's directory */
 	char tmpshown[PATH_MAX + 64];   /* its path, for messages */
 	char *names;                    /* our copies of the caller's strings */
+	mode_t setid_mode;              /* FILE's bits if set-id, else 0 */
 };
 
 /*
@@ -613,11 +614,12 @@ int fw_txn_begin(struct fw_txn **out, const char *path,
 		     : txn->opts.fence_path ? named_fence_missing(&txn->t, res)
 		     : not_fenced(&txn->t, res);
 	if (rc == 0 || rc == 1) {
+		mode_t want = wanted_mode(rc == 0 ? &st : NULL, &txn->opts);
 		struct stat now;
 
-		txn->fd = fw_tmp_create(txn->t.dirfd, txn->t.base,
-		                        wanted_mode(rc == 0 ? &st : NULL,
-		                                    &txn->opts) & 0777,
+		if (want & (S_ISUID | S_ISGID))
+			txn->setid_mode = want;
+		txn->fd = fw_tmp_create(txn->t.dirfd, txn->t.base, want & 0777,
 		                        txn->tmp, sizeof(txn->tmp), &now);
 		if (txn->fd < 0)
 			txn->tmp[0] = '\0';
@@ -695,6 +697,10 @@ int fw_txn_commit(struct fw_txn *txn, uint64_t token, struct fw_result *res)
 	fw_result_start(res);
 	if (token == 0)
 		rc = zero_token(res);
+	/* The kernel drops set-id bits at the first write of a process that
+	   may not set them (CAP_FSETID); the owner may set them again. */
+	else if (txn->setid_mode && fchmod(txn->fd, txn->setid_mode) < 0)
+		rc = fw_fail_sys(res, errno, "fchmod", txn->tmpshown);
 	/* 1. The content is durable before the fence can name it. */
 	else if (fw_fsync(txn->fd) < 0)
 		rc = fw_fail_sys(res, errno, "fsync", txn->tmpshown);

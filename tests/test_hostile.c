@@ -479,6 +479,28 @@ static void group_member_commit_keeps_file_group(void **state)
 	assert_int_equal(fwt_count_tmp("plain"), 0);
 }
 
+/*
+ * A replaced FILE keeps its set-id bits also when an unprivileged owner
+ * commits it: the kernel clears them on the first write by a process
+ * without CAP_FSETID, so bits set before the content was written are lost.
+ */
+static void unprivileged_owner_keeps_set_id_bits(void **state)
+{
+	(void)state;
+	need_root();
+	assert_int_equal(chmod(".", 0755), 0);
+	assert_int_equal(mkdir("own", 0755), 0);
+	assert_int_equal(chown("own", VICTIM, VICTIM), 0);
+	assert_int_equal(run_as(VICTIM, "one\n", NULL, "--mode", "6750",
+	                        "-t", "1", "own/tool", (char *)NULL), 0);
+	assert_owner_group_mode("own/tool", VICTIM, VICTIM, 06750);
+	assert_int_equal(run_as(VICTIM, "two\n", NULL, "-t", "2", "own/tool",
+	                        (char *)NULL), 0);
+	fwt_assert_content("own/tool", "two\n");
+	assert_owner_group_mode("own/tool", VICTIM, VICTIM, 06750);
+	assert_int_equal(fwt_count_tmp("own"), 0);
+}
+
 /* A fence holds data: read and write bits only, never write for others. */
 static void new_fences_get_read_and_write_bits_only(void **state)
 {
@@ -649,6 +671,7 @@ int main(void)
 		T(world_writable_fence_is_refused_even_if_ours),
 		T(team_mates_take_turns_in_a_setgid_directory),
 		T(group_member_commit_keeps_file_group),
+		T(unprivileged_owner_keeps_set_id_bits),
 		T(new_fences_get_read_and_write_bits_only),
 		T(permission_denied_at_each_level),
 		T(read_only_filesystem_fails_with_5_and_changes_nothing),
