@@ -31,7 +31,7 @@ ALL_CFLAGS += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 LDFLAGS    += -fsanitize=address,undefined
 endif
 
-LIB_SRC := src/commit.c src/doctor.c src/fence_record.c src/io.c src/lock.c \
+LIB_SRC := src/commit.c src/digest.c src/doctor.c src/fence_record.c src/io.c src/lock.c \
            src/mount.c src/status.c src/target.c src/tmpfile.c src/token.c \
            src/read.c src/trust.c
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
@@ -42,7 +42,7 @@ SONAME  := libfencedwrite.so.$(SOVERSION)
 SHARED  := $(B)/libfencedwrite.so.$(VERSION)
 BIN     := $(B)/fencedwrite
 
-TESTS   := test_token test_fence_record test_lock test_commit test_cli \
+TESTS   := test_token test_digest test_fence_record test_lock test_commit test_cli \
            test_contention test_faults test_crash test_hostile test_mount \
            test_read
 # A suite named NAME@noofd runs again with OFD locks refused (tests/noofd.c),

@@ -90,6 +90,20 @@ FW_HIDDEN int fw_mount_check(const struct target *t,
                              const struct fw_opts *opts,
                              struct fw_result *res);
 
+/* ---- digest.c: XXH64 of FILE's content ------------------------------ */
+
+struct fw_digest {
+	uint64_t v[4];
+	uint64_t total;
+	unsigned char buf[32];
+	size_t fill;
+};
+
+FW_HIDDEN void fw_digest_init(struct fw_digest *d);
+FW_HIDDEN void fw_digest_update(struct fw_digest *d, const void *buf,
+                                size_t len);
+FW_HIDDEN uint64_t fw_digest_final(const struct fw_digest *d);
+
 /* ---- fence_record.c: the fence file format --------------------------- */
 
 #define FW_SLOT_SIZE 256
