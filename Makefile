@@ -31,7 +31,9 @@ ALL_CFLAGS += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 LDFLAGS    += -fsanitize=address,undefined
 endif
 
-LIB_SRC := src/commit.c src/digest.c src/doctor.c src/fence_record.c src/io.c src/lock.c \
+LIB_SRC := src/commit.c src/digest.c src/doctor.c src/fence.c src/fence_record.c \
+           src/identity.c \
+           src/inspect.c src/io.c src/mode.c src/lock.c \
            src/mount.c src/status.c src/target.c src/tmpfile.c src/token.c \
            src/read.c src/trust.c
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)

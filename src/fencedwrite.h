@@ -231,7 +231,8 @@ struct fw_fence_info {
 	int64_t time;       /* seconds since the epoch of the last update */
 	long pid;           /* process that wrote it ... */
 	char host[65];      /* ... on this host */
-	char op[8];         /* "init", "create", "commit" or "delete" */
+	char op[8];         /* "init", "create", "commit", "delete" or
+	                       "claim" */
 };
 
 /* Read PATH's fence under a shared lock.  A missing fence is FW_UNSAFE. */
@@ -239,8 +240,78 @@ int fw_show(const char *path, const struct fw_opts *opts,
             struct fw_fence_info *info, struct fw_result *res);
 
 /*
+ * Advance PATH's fence to TOKEN without touching PATH.  From then on every
+ * token below TOKEN is stale, and TOKEN itself is accepted (fw_txn_commit,
+ * fw_commit_buffer, fw_delete) while the fence's newest record is this
+ * claim.  A new holder claims before it starts producing, so a paused
+ * holder of an older token is turned away from that moment on, not only
+ * once the new holder commits.  FW_OK (also when TOKEN claimed already),
+ * FW_STALE (TOKEN is not larger than the fence's), or a failure code.
+ * Like a commit, a claim creates the fence beside an absent PATH.
+ */
+int fw_claim(const char *path, uint64_t token, const struct fw_opts *opts,
+             struct fw_result *res);
+
+/* How FILE compares with what the fence's newest record says it is. */
+enum fw_verdict {
+	FW_VERIFY_SAME,         /* FILE is what the fence committed (or
+	                           claimed, unchanged) */
+	FW_VERIFY_EDITED,       /* the committed file, other content: edited
+	                           in place */
+	FW_VERIFY_REPLACED,     /* another file: replaced (or created) outside
+	                           fencedwrite */
+	FW_VERIFY_UNFINISHED,   /* the newest change never reached FILE (a
+	                           crash or an error before its rename): FILE
+	                           still holds the content before it */
+	FW_VERIFY_MISSING,      /* FILE is absent where the fence says it is */
+	FW_VERIFY_UNKNOWN       /* the fence is in format version 1, which does
+	                           not record FILE; the next change adds it */
+};
+
+/*
+ * What the fence says and whether FILE agrees.  Callers set SIZE (with
+ * fw_status_init) and the library fills at most that many bytes, so a
+ * program built against this header keeps working when later versions
+ * add fields at the end.
+ */
+struct fw_status {
+	size_t size;                  /* sizeof(struct fw_status) */
+	struct fw_fence_info fence;   /* the newest record */
+	int verdict;                  /* enum fw_verdict */
+	int file_present;             /* FILE exists */
+	int file_token_known;         /* 1: file_token below is known */
+	uint64_t file_token;          /* the token FILE's content was
+	                                 committed under (differs from
+	                                 fence.token after a claim or an
+	                                 unfinished change) */
+	uint64_t ino, file_size, digest;  /* what the newest record says FILE
+	                                     is: inode, size, XXH64 */
+	char what[256];               /* the verdict in words */
+};
+
+void fw_status_init(struct fw_status *st);
+
+/*
+ * Fill ST under a shared lock, comparing FILE with the records by inode
+ * and size only (no reading of FILE).  FW_OK, or a failure code (a missing
+ * fence is FW_UNSAFE).
+ */
+int fw_status(const char *path, const struct fw_opts *opts,
+              struct fw_status *st, struct fw_result *res);
+
+/*
+ * The same, also comparing FILE's content with the recorded digest (reads
+ * all of FILE).  FW_OK if FILE is exactly what the newest record says;
+ * FW_UNSAFE otherwise, the message and ST->verdict saying what differs.
+ * For monitoring: a fleet alerts on writers that bypassed the fence.
+ */
+int fw_verify(const char *path, const struct fw_opts *opts,
+              struct fw_status *st, struct fw_result *res);
+
+/*
  * Adopt PATH (which may or may not exist): create its fence with TOKEN,
- * which may be 0.  An existing fence is never replaced: FW_UNSAFE.
+ * which may be 0, recording PATH's content as committed under TOKEN.  An
+ * existing fence is never replaced: FW_UNSAFE.
  */
 int fw_init(const char *path, uint64_t token, const struct fw_opts *opts,
             struct fw_result *res);

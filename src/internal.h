@@ -43,6 +43,9 @@ FW_HIDDEN int fw_result_end(struct fw_result *res, int code);
 FW_HIDDEN void fw_result_append(struct fw_result *res, const char *fmt, ...)
 	FW_PRINTF(2, 3);
 
+/* "token 0 is never accepted" (FW_USAGE). */
+FW_HIDDEN int fw_zero_token(struct fw_result *res);
+
 /* True when a call that failed with EINTR must not be retried. */
 FW_HIDDEN int fw_cancelled(const struct fw_opts *opts);
 
@@ -64,7 +67,32 @@ struct target {
 FW_HIDDEN int fw_target_open(struct target *t, const char *path,
                              const struct fw_opts *opts,
                              struct fw_result *res);
+/* The same after making a NULL *OPTS the defaults. */
+FW_HIDDEN int fw_target_start(struct target *t, const char *path,
+                              const struct fw_opts **opts,
+                              struct fw_result *res);
 FW_HIDDEN void fw_target_close(struct target *t);
+/*
+ * Look at FILE without following it.  0 and *ST when it is a regular file,
+ * 1 when absent, else a failure code (a link or another kind of file is
+ * FW_UNSAFE).
+ */
+FW_HIDDEN int fw_file_state(const struct target *t, struct stat *st,
+                            struct fw_result *res);
+
+/* ---- mode.c: owner, group and bits of the files we create ------------ */
+
+/* The bits FILE is to have: FILE's own (OLD), --mode's, or 0666. */
+FW_HIDDEN mode_t fw_wanted_mode(const struct stat *old,
+                                const struct fw_opts *o);
+/* Give FD (whose state is NOW) OLD's owner and group where the process
+   may, and the bits WANT (when EXACT, even if only the umask differs). */
+FW_HIDDEN int fw_set_owner_and_bits(int fd, const struct stat *now,
+                                    const struct stat *old, mode_t want,
+                                    int exact);
+/* The same with FILE's wanted bits. */
+FW_HIDDEN int fw_set_mode(int fd, const struct stat *now,
+                          const struct stat *old, const struct fw_opts *o);
 
 /* ---- mount.c: where a file lives -------------------------------------- */
 
@@ -106,34 +134,57 @@ FW_HIDDEN uint64_t fw_digest_final(const struct fw_digest *d);
 
 /* ---- fence_record.c: the fence file format --------------------------- */
 
-#define FW_SLOT_SIZE 256
+#define FW_SLOT_SIZE 512
 #define FW_FENCE_SIZE (2 * FW_SLOT_SIZE)
+#define FW_V1_FENCE_SIZE 512
+
+/* What a record says FILE is once its change is in place. */
+enum { FW_FILE_UNKNOWN, FW_FILE_ABSENT, FW_FILE_PRESENT };
 
 struct fw_record {
+	int version;            /* 1 or 2: the words it was written in */
 	uint64_t seq;
 	uint64_t token;
 	int64_t time;
 	long pid;
 	char op[8];
 	char host[65];
+	int file;               /* FW_FILE_*; UNKNOWN in version 1 */
+	uint64_t ftoken;        /* the token FILE's content was committed under */
+	uint64_t ino, size, digest;   /* FILE, when FW_FILE_PRESENT */
 };
 
-/* Format REC into its slot (REC->seq decides which): FW_SLOT_SIZE bytes. */
+/* A parsed fence. */
+struct fw_fence {
+	int layout;             /* 1: 512 bytes, 2: 1024 bytes */
+	struct fw_record cur;   /* the newest valid record */
+	struct fw_record prev;  /* the other record, when has_prev */
+	int has_prev;
+	int damaged;            /* the other slot is neither valid nor blank */
+	char damage[64];        /* which slot, and why */
+};
+
+/* Format REC into a slot (REC->seq decides which): FW_SLOT_SIZE bytes. */
 FW_HIDDEN void fw_record_format(const struct fw_record *rec,
                                 char slot[FW_SLOT_SIZE]);
 /* Byte offset of the slot that record number SEQ lives in. */
 FW_HIDDEN off_t fw_record_offset(uint64_t seq);
+/* The number of the record that follows F's current one. */
+FW_HIDDEN uint64_t fw_record_next_seq(const struct fw_fence *f);
 /*
- * Parse a whole fence image of LEN bytes.  On success fill *REC with the
- * newest valid slot and return 0; otherwise return -1 and write a short
- * reason into WHY.
+ * Parse a whole fence image of LEN bytes.  On success fill *F and return
+ * 0 (a damaged slot is reported in F, not an error: whether the current
+ * record may be believed depends on FILE); otherwise return -1 and write a
+ * short reason into WHY.
  */
 FW_HIDDEN int fw_record_parse(const char *image, size_t len,
-                              struct fw_record *rec, char *why,
-                              size_t whylen);
+                              struct fw_fence *f, char *why, size_t whylen);
 /* A fence image holding only REC (the other slot blank). */
 FW_HIDDEN void fw_record_image(const struct fw_record *rec,
                                char image[FW_FENCE_SIZE]);
+/* The same in format version 1, as older versions wrote it (tests). */
+FW_HIDDEN void fw_record_image_v1(const struct fw_record *rec,
+                                  char image[FW_V1_FENCE_SIZE]);
 /* Fill pid, host and time for a record written now. */
 FW_HIDDEN void fw_record_stamp(struct fw_record *rec, const char *op);
 
@@ -146,6 +197,28 @@ FW_HIDDEN void fw_record_stamp(struct fw_record *rec, const char *op);
  */
 FW_HIDDEN int fw_fence_trusted(const struct stat *st, const char *shown,
                                struct fw_result *res);
+
+/* ---- identity.c: is FILE what a record says? -------------------------- */
+
+/* How FILE compares with a record. */
+enum {
+	FW_ID_SAME,         /* the record's inode, size (and digest) */
+	FW_ID_EDITED,       /* the record's inode, other content */
+	FW_ID_OTHER_FILE,   /* another inode (or FILE where none should be) */
+	FW_ID_MISSING,      /* no FILE where the record names one */
+	FW_ID_UNKNOWN       /* a version 1 record says nothing of FILE */
+};
+
+/* Fill REC's identity (present, inode, size, digest) from FD's content. */
+FW_HIDDEN int fw_identity_fd(int fd, struct fw_record *rec);
+/* Compare REC with FILE's stat ST (PRESENT 0: FILE absent), no reading:
+   inode and size only. */
+FW_HIDDEN int fw_identity_compare(const struct fw_record *rec,
+                                  const struct stat *st, int present);
+/* The full comparison, digest included, of BASE in DIRFD: 0 and
+   *VERDICT, or -1 with errno. */
+FW_HIDDEN int fw_identity_check(int dirfd, const char *base,
+                                const struct fw_record *rec, int *verdict);
 
 /* ---- lock.c: exclusive access to the fence --------------------------- */
 
@@ -184,6 +257,55 @@ FW_HIDDEN int fw_lock_probe(int fd, int exclusive, char kind[8]);
 FW_HIDDEN int64_t fw_now_ns(void);
 FW_HIDDEN int64_t fw_deadline(long timeout_ms);
 
+/* ---- fence.c: the fence file's life ----------------------------------- */
+
+struct fw_lock;
+
+/* What fw_fence_lock does when the fence is missing. */
+enum fw_absent {
+	FW_ABSENT_FAILS,    /* fail closed */
+	FW_ABSENT_CREATES,  /* create it (token 0) if FILE is absent too */
+	FW_ABSENT_REPORTS   /* return 1 if FILE is absent too */
+};
+
+/*
+ * Lock the fence (for writing if EXCLUSIVE) and read it into *F, failing
+ * closed on an untrusted owner, a corrupt fence, or a damaged record that
+ * FILE shows may have been newer.  A missing fence: see enum fw_absent; a
+ * fence named with --fence is never created here.  FW_OK with *LK held,
+ * or a failure code with nothing held.
+ */
+FW_HIDDEN int fw_fence_lock(const struct target *t, int exclusive,
+                            enum fw_absent how, int64_t deadline,
+                            const struct fw_opts *opts, struct fw_lock *lk,
+                            struct fw_fence *f, struct fw_result *res);
+/* Write NEXT (token, op, stamp and identity filled; seq is set here) as
+   the fence's newest record, durably. */
+FW_HIDDEN int fw_fence_advance(const struct target *t,
+                               const struct fw_lock *lk,
+                               const struct fw_fence *f,
+                               struct fw_record *next, struct fw_result *res);
+/* Create the fence with REC, atomically; 1 if it already exists. */
+FW_HIDDEN int fw_fence_create(const struct target *t,
+                              const struct fw_record *rec,
+                              const struct stat *file,
+                              const struct fw_opts *opts,
+                              struct fw_result *res);
+/*
+ * Whether the fence F accepts TOKEN for CHANGE (what FILE would become;
+ * NULL: any change), FILE being ST (PRESENT 0: absent) under the lock.
+ */
+enum { FW_DECIDE_REJECT, FW_DECIDE_ACCEPT, FW_DECIDE_DONE };
+FW_HIDDEN int fw_fence_decide(const struct fw_opts *o, uint64_t token,
+                              const struct fw_fence *f, const struct stat *st,
+                              int present, const struct fw_record *change);
+/* The messages of refusals, shared by every action. */
+FW_HIDDEN int fw_fence_stale(const struct target *t, uint64_t token,
+                             uint64_t fence, struct fw_result *res);
+FW_HIDDEN int fw_not_fenced(const struct target *t, struct fw_result *res);
+FW_HIDDEN int fw_named_fence_missing(const struct target *t,
+                                     struct fw_result *res);
+
 /* ---- tmpfile.c: temporary files -------------------------------------- */
 
 #define FW_TMP_MARK ".fwtmp."
@@ -196,6 +318,10 @@ FW_HIDDEN int fw_tmp_create(int dirfd, const char *base, mode_t mode,
 /* Remove NAME (unless "") and close FD (unless < 0): 0, or the errno of
    a failed unlink, the file then left behind. */
 FW_HIDDEN int fw_tmp_discard(int dirfd, const char *name, int fd);
+/* A temporary file's path for messages: NAME in DIR, or, when NAME is
+   empty (it could not be created), the pattern of names for BASE. */
+FW_HIDDEN const char *fw_tmp_shown(const char *dir, const char *base,
+                                   const char *name, char *buf, size_t len);
 /* Remove dead writers' leftovers for BASE in DIRFD; count them in *N. */
 FW_HIDDEN int fw_tmp_clean(int dirfd, const char *base, const char *shown,
                            unsigned *n, struct fw_result *res);

@@ -87,3 +87,8 @@ void fw_result_append(struct fw_result *res, const char *fmt, ...)
 	vsnprintf(res->message + n, sizeof(res->message) - n, fmt, ap);
 	va_end(ap);
 }
+
+int fw_zero_token(struct fw_result *res)
+{
+	return fw_fail(res, FW_USAGE, "token 0 is never accepted");
+}

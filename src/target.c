@@ -125,3 +125,39 @@ int fw_target_open(struct target *t, const char *path,
 	}
 	return FW_OK;
 }
+
+/*
+ * Look at FILE without following it.  0 and *ST when it is a regular file,
+ * 1 when absent, else a failure code.
+ */
+int fw_file_state(const struct target *t, struct stat *st,
+                  struct fw_result *res)
+{
+	if (fstatat(t->dirfd, t->base, st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno == ENOENT)
+			return 1;
+		return fw_fail_sys(res, errno, "stat", t->path);
+	}
+	/* A link in a shared directory may have been planted to make us
+	   write somewhere unfenced; a rename would replace the link itself.
+	   Either way the caller meant something else: refuse. */
+	if (S_ISLNK(st->st_mode))
+		return fw_fail(res, FW_UNSAFE,
+		               "%s is a symbolic link; fencedwrite neither "
+		               "follows nor replaces links: name the file it "
+		               "points to", t->path);
+	if (!S_ISREG(st->st_mode))
+		return fw_fail(res, FW_UNSAFE, "%s is not a regular file",
+		               t->path);
+	return 0;
+}
+
+/* What every entry point does first: defaults, a clean result, FILE's
+   directory and fence located. */
+int fw_target_start(struct target *t, const char *path,
+                    const struct fw_opts **opts, struct fw_result *res)
+{
+	if (!*opts)
+		*opts = &fw_default_opts;
+	return fw_target_open(t, path, *opts, res);
+}

@@ -92,7 +92,7 @@ int fw_tmp_create(int dirfd, const char *base, mode_t mode, char *name,
 			return -1;
 		}
 		fd = openat(dirfd, name,
-		            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
+		            O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
 		            O_NOCTTY, mode);
 		if (fd < 0) {
 			if (errno == EEXIST || errno == EINTR)
@@ -191,4 +191,47 @@ int fw_tmp_clean(int dirfd, const char *base, const char *shown,
 	}
 	closedir(dir);
 	return FW_OK;
+}
+
+/*
+ * A temporary file's path for messages: NAME in DIR, or, when NAME is
+ * empty (it could not be created), the pattern of names for BASE.
+ */
+const char *fw_tmp_shown(const char *dir, const char *base,
+                         const char *name, char *buf, size_t len)
+{
+	const char *sep = strcmp(dir, ".") ? "/" : "";
+
+	if (!strcmp(dir, "."))
+		dir = "";
+	if (name[0])
+		snprintf(buf, len, "%s%s%s", dir, sep, name);
+	else
+		snprintf(buf, len, "%s%s.%s" FW_TMP_MARK "XXXXXXXXXXXX", dir,
+		         sep, base);
+	return buf;
+}
+
+int fw_clean(const char *path, const struct fw_opts *opts, unsigned *removed,
+             struct fw_result *res)
+{
+	struct target t;
+	unsigned n = 0;
+	int rc;
+
+	fw_result_start(res);
+	rc = fw_target_start(&t, path, &opts, res);
+	if (rc != FW_OK)
+		return fw_result_end(res, rc);
+	rc = fw_tmp_clean(t.dirfd, t.base, t.dirshown, &n, res);
+	if (rc == FW_OK)
+		rc = fw_tmp_clean(t.fdirfd, t.fbase, t.fshown, &n, res);
+	if (rc == FW_OK && n > 0 && fw_fsync(t.dirfd) < 0)
+		rc = fw_fail_sys(res, errno, "fsync directory", t.dirshown);
+	if (rc == FW_OK)
+		rc = fw_ok(res);
+	if (removed)
+		*removed = n;
+	fw_target_close(&t);
+	return fw_result_end(res, rc);
 }

@@ -166,31 +166,81 @@ static void corrupt_or_truncated_fence_fails_closed(void **state)
 	}
 }
 
-/* A crash tore the newer slot: the fence reads as the older token, and the
-   next commit writes into the torn slot, leaving the good one alone. */
-static void torn_fence_reads_as_previous_token_and_heals(void **state)
+/* Overwrite LEN bytes at OFF of PATH. */
+static void scribble(const char *path, off_t off, const char *bytes,
+                     size_t len)
+{
+	int fd = open(path, O_WRONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, bytes, len, off), (ssize_t)len);
+	close(fd);
+}
+
+/*
+ * A crash tore the record being written before its rename: FILE is still
+ * what the surviving record says, so the fence reads as that record, and
+ * the next commit writes into the torn slot, leaving the good one alone.
+ */
+static void torn_record_before_rename_reads_as_previous_and_heals(
+	void **state)
 {
 	struct fw_result res;
 	char *image;
 	size_t len;
-	int fd;
+
+	(void)state;
+	assert_int_equal(commit("t", 5, "five\n", &res), FW_OK);   /* seq 1 */
+	/* record 2 (slot 0) torn part-way; FILE still holds five */
+	scribble("t.fence", 0, "fencedwrite-fence 2 seq=2 tok", 29);
+	assert_true(fwt_fence_token("t") == 5);
+	assert_int_equal(commit("t", 6, "six\n", &res), FW_OK);
+	assert_true(fwt_fence_token("t") == 6);
+	image = fwt_slurp("t.fence", &len);
+	assert_int_equal(len, 1024);
+	assert_non_null(strstr(image, "seq=2 token=6 "));
+	assert_non_null(strstr(image, "seq=1 token=5 "));
+	free(image);
+}
+
+/*
+ * The newest record damaged after its change reached FILE (bit rot, a hand
+ * edit): reading the older record would lower the token and let a used
+ * token in again.  Every action fails closed, saying how to recover.
+ */
+static void damaged_newest_record_fails_closed(void **state)
+{
+	struct fw_fence_info info;
+	struct fw_result res;
+	char *image, *at;
+	size_t len;
 
 	(void)state;
 	assert_int_equal(commit("t", 5, "five\n", &res), FW_OK);   /* seq 1 */
 	assert_int_equal(commit("t", 6, "six\n", &res), FW_OK);    /* seq 2 */
-	/* garble the middle of slot 0 (seq 2, token 6) */
-	fd = open("t.fence", O_WRONLY);
-	assert_true(fd >= 0);
-	assert_int_equal(pwrite(fd, "\xff\xfe###", 5, 40), 5);
-	close(fd);
-	assert_true(fwt_fence_token("t") == 5);
-	assert_int_equal(commit("t", 6, "six again\n", &res), FW_OK);
-	assert_true(fwt_fence_token("t") == 6);
-	image = fwt_slurp("t.fence", &len);
-	assert_int_equal(len, 512);
-	assert_non_null(strstr(image, "seq=2 token=6"));
-	assert_non_null(strstr(image, "seq=1 token=5"));
+	scribble("t.fence", 40, "\xff\xfe###", 5);
+	assert_int_equal(fw_show("t", NULL, &info, &res), FW_UNSAFE);
+	assert_non_null(strstr(res.message, "damaged"));
+	assert_non_null(strstr(res.message, "--init -t N"));
+	assert_int_equal(commit("t", 6, "stale six\n", &res), FW_UNSAFE);
+	assert_int_equal(fw_check("t", 6, NULL, &res), FW_UNSAFE);
+	fwt_assert_content("t", "six\n");
+	/* A hand edit of the newest record, its checksum left as it was. */
+	assert_int_equal(commit("u", 5, "five\n", &res), FW_OK);
+	assert_int_equal(commit("u", 6, "six\n", &res), FW_OK);
+	image = fwt_slurp("u.fence", &len);
+	at = strstr(image, "token=6 ");
+	assert_non_null(at);
+	scribble("u.fence", at - image, "token=9 ", 8);
 	free(image);
+	assert_int_equal(fw_show("u", NULL, &info, &res), FW_UNSAFE);
+	assert_int_equal(commit("u", 6, "stale six\n", &res), FW_UNSAFE);
+	fwt_assert_content("u", "six\n");
+	/* Recovery as the message says. */
+	assert_int_equal(rename("u.fence", "u.fence.damaged"), 0);
+	assert_int_equal(fw_init("u", 6, NULL, &res), FW_OK);
+	assert_int_equal(commit("u", 6, "stale six\n", &res), FW_STALE);
+	assert_int_equal(commit("u", 7, "seven\n", &res), FW_OK);
 }
 
 static void symlinks_are_never_followed(void **state)
@@ -731,7 +781,8 @@ int main(void)
 		T(existing_unfenced_file_fails_closed_until_adopted),
 		T(init_never_replaces_a_fence),
 		T(corrupt_or_truncated_fence_fails_closed),
-		T(torn_fence_reads_as_previous_token_and_heals),
+		T(torn_record_before_rename_reads_as_previous_and_heals),
+		T(damaged_newest_record_fails_closed),
 		T(symlinks_are_never_followed),
 		T(non_regular_file_fails_closed),
 		T(replaced_file_keeps_mode_new_file_gets_umask),

@@ -261,7 +261,7 @@ static void every_call_killed_or_failed_leaves_a_safe_state(void **state)
 
 struct inode {
 	unsigned long ino;
-	char cur[1024], synced[1024];
+	char cur[4096], synced[4096];
 	size_t curlen, syncedlen;
 };
 
@@ -348,6 +348,21 @@ static void apply_ns(struct names *ns, const char *op)
 	}
 }
 
+/* FILE (F, NULL if absent) is what record R says it is. */
+static int file_is(const struct inode *f, const struct fw_record *r)
+{
+	struct fw_digest d;
+
+	if (r->file == FW_FILE_ABSENT)
+		return f == NULL;
+	if (r->file != FW_FILE_PRESENT || !f || f->ino != r->ino ||
+	    f->syncedlen != r->size)
+		return 0;
+	fw_digest_init(&d);
+	fw_digest_update(&d, f->synced, f->syncedlen);
+	return fw_digest_final(&d) == r->digest;
+}
+
 /* What a crash now could leave, with the first J pending ops durable. */
 static void check_crash_state(const struct model *m, int j,
                               const struct scenario *s, const char *where)
@@ -355,7 +370,7 @@ static void check_crash_state(const struct model *m, int j,
 	struct names ns = m->durable;
 	const struct inode *f = NULL, *fence = NULL;
 	uint64_t tok = 0, ftok;
-	struct fw_record rec;
+	struct fw_fence rec;
 	char why[160];
 	int i;
 
@@ -381,7 +396,14 @@ static void check_crash_state(const struct model *m, int j,
 	if (fw_record_parse(fence->synced, fence->syncedlen, &rec, why,
 	                    sizeof(why)) != 0)
 		fail_msg("%s: the fence would be unreadable: %s", where, why);
-	ftok = rec.token;
+	/* A torn slot is only read past when FILE is what the surviving
+	   record says: a power loss must never leave a fence that then
+	   fails closed. */
+	if (rec.damaged && !file_is(f, &rec.cur))
+		fail_msg("%s: the fence would be damaged (%s) and FILE not "
+		         "what its surviving record says: it would fail closed",
+		         where, rec.damage);
+	ftok = rec.cur.token;
 	if (ftok < tok)
 		fail_msg("%s: the fence would say %llu, FILE %llu", where,
 		         (unsigned long long)ftok, (unsigned long long)tok);
