@@ -44,7 +44,7 @@ SONAME  := libfencedwrite.so.$(SOVERSION)
 SHARED  := $(B)/libfencedwrite.so.$(VERSION)
 BIN     := $(B)/fencedwrite
 
-TESTS   := test_token test_digest test_fence_record test_lock test_commit test_cli \
+TESTS   := test_token test_digest test_fence_record test_claim test_lock test_commit test_cli \
            test_contention test_faults test_crash test_hostile test_mount \
            test_read
 # A suite named NAME@noofd runs again with OFD locks refused (tests/noofd.c),

@@ -355,6 +355,46 @@ static void leftover_temporary_file_is_reported(void **state)
 	fwt_assert_content("f", "five");
 }
 
+/*
+ * The fence was advanced but the rename (or unlink) failed: the same
+ * token finishes the change, and until then FILE is reported as the
+ * content before it.
+ */
+static void unfinished_change_is_finished_by_retrying_its_token(
+	void **state)
+{
+	struct fw_result res;
+	struct fw_status st;
+
+	(void)state;
+	assert_int_equal(commit(6, "six", &res), FW_OK);
+	arm("renameat", 1, EIO);
+	assert_int_equal(commit(7, "seven", &res), FW_SYSTEM);
+	arm(NULL, 0, 0);
+	fwt_assert_content("f", "six");
+	assert_true(fwt_fence_token("f") == 7);
+	fw_status_init(&st);
+	assert_int_equal(fw_verify("f", NULL, &st, &res), FW_UNSAFE);
+	assert_int_equal(st.verdict, FW_VERIFY_UNFINISHED);
+	assert_true(st.file_token_known && st.file_token == 6);
+	assert_non_null(strstr(res.message, "unfinished"));
+	/* an older token is still stale; the same one finishes it */
+	assert_int_equal(commit(6, "six?", &res), FW_STALE);
+	assert_int_equal(commit(7, "seven", &res), FW_OK);
+	fwt_assert_content("f", "seven");
+	assert_int_equal(fw_verify("f", NULL, &st, &res), FW_OK);
+	/* and once finished, the same token with other content is stale */
+	assert_int_equal(commit(7, "seven?", &res), FW_STALE);
+	/* a delete likewise */
+	arm("unlinkat", 1, EIO);
+	assert_int_equal(fw_delete("f", 8, NULL, &res), FW_SYSTEM);
+	arm(NULL, 0, 0);
+	fwt_assert_content("f", "seven");
+	assert_int_equal(fw_delete("f", 8, NULL, &res), FW_OK);
+	assert_null(fwt_slurp("f", NULL));
+	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -367,6 +407,7 @@ int main(void)
 		T(command_exits_5_on_io_error),
 		T(old_file_is_held_open_on_local_disks_only),
 		T(leftover_temporary_file_is_reported),
+		T(unfinished_change_is_finished_by_retrying_its_token),
 	};
 	return cmocka_run_group_tests_name("faults", tests, load_shim, NULL);
 }
