@@ -15,7 +15,8 @@ struct cli {
 	enum action action;
 	int action_set;
 	const char *token_text;
-	uint64_t token;
+	const char *token_env;      /* the variable token_text came from */
+	uint64_t token;             /* 0 only with --init */
 	int quiet, json;
 	const char *file;
 	char **cmd;                 /* NULL: content from standard input */

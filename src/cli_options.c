@@ -45,6 +45,7 @@ static void help(void)
 	      "\n"
 	      "Options:\n"
 	      "  -t, --token N         the fencing token: decimal, 1 to 18446744073709551615\n"
+	      "                        (0 too with --init)\n"
 	      "      --token-env NAME  read the token from environment variable NAME\n"
 	      "                        (e.g. ETCD_LOCK_REV under 'etcdctl lock')\n"
 	      "      --fence PATH      the fence file (default: FILE.fence)\n"
@@ -131,6 +132,45 @@ static int parse_mode(const char *s, mode_t *mode)
 	return 0;
 }
 
+/* The token text is all zeros: a token only --init may give. */
+static int all_zeros(const char *s)
+{
+	if (!*s)
+		return 0;
+	while (*s == '0')
+		s++;
+	return *s == '\0';
+}
+
+static int bad_token(const struct cli *c)
+{
+	if (c->token_env)
+		return usage_error("invalid token in %s='%s': want decimal "
+		                   "digits, 1 to 18446744073709551615",
+		                   c->token_env, c->token_text);
+	return usage_error("invalid token '%s': want decimal digits, 1 to "
+	                   "18446744073709551615", c->token_text);
+}
+
+/* TEXT from -t (ENV NULL) or from variable ENV.  Zero is let through
+   here and judged once the action is known (-t 0 may precede --init). */
+static int take_token(struct cli *c, const char *env, const char *text)
+{
+	c->token_env = env;
+	c->token_text = text;
+	if (!text)
+		return usage_error("--token-env %s: no such variable in the "
+		                   "environment", env);
+	if (fw_parse_token(text, &c->token) == FW_OK)
+		return 0;
+	if (all_zeros(text)) {
+		c->token = 0;
+		return 0;
+	}
+	bad_token(c);
+	return -1;
+}
+
 static int set_action(struct cli *c, enum action a)
 {
 	if (c->action_set && c->action != a)
@@ -174,29 +214,13 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "+t:w:nqhV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 't':
-			if (c->token_text)
-				return usage_error("%s", "give the token once: "
-				                   "-t or --token-env");
-			c->token_text = optarg;
-			if (fw_parse_token(optarg, &c->token) != FW_OK)
-				return usage_error("invalid token '%s': want "
-				                   "decimal digits, 1 to "
-				                   "18446744073709551615", optarg);
-			break;
 		case OPT_TOKEN_ENV:
 			if (c->token_text)
 				return usage_error("%s", "give the token once: "
 				                   "-t or --token-env");
-			c->token_text = getenv(optarg);
-			if (!c->token_text)
-				return usage_error("--token-env %s: no such "
-				                   "variable in the environment",
-				                   optarg);
-			if (fw_parse_token(c->token_text, &c->token) != FW_OK)
-				return usage_error("invalid token in %s='%s': "
-				                    "want decimal digits, 1 to "
-				                    "18446744073709551615", optarg,
-				                    c->token_text);
+			if (take_token(c, ch == 't' ? NULL : optarg,
+			               ch == 't' ? optarg : getenv(optarg)) < 0)
+				return FW_USAGE;
 			break;
 		case OPT_FENCE:
 			c->opts.fence_path = optarg;
@@ -269,6 +293,8 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 	                       c->action == CHECK))
 		return usage_error("%s", "no token given: use -t N or "
 		                   "--token-env NAME");
+	if (c->token_text && c->token == 0 && c->action != INIT)
+		return bad_token(c);
 	if (c->token_text && (c->action == SHOW || c->action == CLEAN ||
 	                      c->action == DOCTOR))
 		return usage_error("%s", "a token has no meaning with --show, "

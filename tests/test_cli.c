@@ -1,12 +1,16 @@
 /* The command: its exit codes, messages and options, as a script sees
    them. */
 #define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -69,6 +73,8 @@ static void exit_2_usage_errors_change_nothing(void **state)
 		{ "-t", " 8", "f", NULL },
 		{ "-t", "8x", "f", NULL },
 		{ "-t", "0", "f", NULL },
+		{ "--delete", "-t", "0", "f", NULL },
+		{ "--check", "-t", "00", "f", NULL },
 		{ "-t", "18446744073709551616", "f", NULL },
 		{ "-t", "1", NULL },                    /* no FILE */
 		{ "-t", "1", "f", "extra", NULL },      /* CMD without -- */
@@ -295,7 +301,8 @@ static void delete_check_show_init_clean(void **state)
 	free(out);
 	assert_int_equal(RUN(NULL, &out, NULL, "--show", "--json", "f"), 0);
 	assert_non_null(strstr(out, "{\"file\":\"f\",\"fence\":\"f.fence\","
-	                            "\"token\":10,\"seq\":1,\"op\":\"commit\""));
+	                            "\"token\":\"10\",\"seq\":\"1\","
+	                            "\"op\":\"commit\""));
 	assert_non_null(strstr(out, "\"host\":"));
 	free(out);
 	assert_int_equal(RUN(NULL, NULL, NULL, "--delete", "-t", "10", "f"), 1);
@@ -419,6 +426,316 @@ static void sigint_while_cmd_runs_leaves_nothing_behind(void **state)
 	assert_int_equal(fwt_count_tmp("."), 0);
 }
 
+/* ---- processes, as the tests below watch them ------------------------ */
+
+static void nap_ms(long ms)
+{
+	nanosleep(&(struct timespec){ ms / 1000, (ms % 1000) * 1000000 }, NULL);
+}
+
+/* Exit code or 128 + signal of PID, or -1 if it is still running after
+   MS milliseconds (then it is left running). */
+static int wait_bounded(pid_t pid, long ms)
+{
+	for (long i = 0;; i++) {
+		int status;
+		pid_t got = waitpid(pid, &status, WNOHANG);
+
+		if (got == pid)
+			return WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+			                           : WEXITSTATUS(status);
+		assert_true(got == 0 || errno == EINTR);
+		if (i >= ms)
+			return -1;
+		nap_ms(1);
+	}
+}
+
+/* PID's state letter and process group from /proc, or 0 if it is gone. */
+static char proc_state(pid_t pid, pid_t *pgrp)
+{
+	char path[64], line[512], state = 0, *p;
+	int pg = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fgets(line, sizeof(line), f) && (p = strrchr(line, ')')) != NULL &&
+	    sscanf(p + 1, " %c %*d %d", &state, &pg) != 2)
+		state = 0;
+	fclose(f);
+	if (pgrp)
+		*pgrp = pg;
+	return state;
+}
+
+static int alive(pid_t pid)
+{
+	char s = proc_state(pid, NULL);
+
+	return s != 0 && s != 'Z' && s != 'X';
+}
+
+/* The number a shell wrote into NAME (written elsewhere and renamed, so
+   it is whole once it is there). */
+static pid_t read_pid_file(const char *name)
+{
+	for (int i = 0; i < 10000; i++) {
+		char *s = fwt_slurp(name, NULL);
+
+		if (s) {
+			pid_t pid = (pid_t)atoi(s);
+
+			free(s);
+			return pid;
+		}
+		nap_ms(1);
+	}
+	fail_msg("%s never appeared", name);
+	return -1;
+}
+
+/*
+ * The command's standard output is a pipe, read until end of file as
+ * $(...) reads it: a background child of CMD that keeps writing holds the
+ * commit back until it is done, and can never write into FILE once the
+ * command has exited.
+ */
+static void background_child_of_cmd_cannot_write_after_exit(void **state)
+{
+	char *argv[] = { "fencedwrite", "-t", "5", "out", "--", "sh", "-c",
+	                 "echo $$ > p.t && mv p.t cmdpid; echo committed; "
+	                 "(read x < go; echo LATE; : > done) &", NULL };
+	char *at_exit = NULL, *now;
+	pid_t pid, cmd;
+	int rc = -1, fd;
+
+	(void)state;
+	assert_int_equal(mkfifo("go", 0600), 0);
+	pid = fwt_spawn(NULL, argv);
+	cmd = read_pid_file("cmdpid");
+	/* CMD has exited once it is a zombie or gone; the background child
+	   still holds the pipe.  Fixed: the command waits for end of file
+	   and reaps CMD only then, so CMD stays a zombie. */
+	for (int i = 0; i < 10000 && rc < 0; i++) {
+		char s = proc_state(cmd, NULL);
+
+		if (s == 'Z')
+			break;
+		rc = wait_bounded(pid, 0);
+		if (rc < 0)
+			nap_ms(1);
+	}
+	if (rc >= 0)
+		at_exit = fwt_slurp("out", NULL);
+	fd = open("go", O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "x\n", 2), 2);
+	close(fd);
+	(void)read_pid_file("done");
+	if (rc < 0) {
+		rc = fwt_wait(pid);
+		at_exit = fwt_slurp("out", NULL);
+	}
+	assert_int_equal(rc, 0);
+	assert_non_null(at_exit);
+	assert_string_equal(at_exit, "committed\nLATE\n");
+	now = fwt_slurp("out", NULL);
+	assert_string_equal(now, at_exit);
+	free(now);
+	free(at_exit);
+	assert_true(fwt_fence_token("out") == 5);
+	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
+/*
+ * A signal to the command ends everything CMD started, not only CMD: the
+ * whole group is sent the signal, and what ignores it is killed after a
+ * short grace.  Nothing is left running once the command has died.
+ */
+static void signal_ends_cmds_whole_process_group(void **state)
+{
+	static const char *const how[] = { "", "trap '' TERM; " };
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(how) / sizeof(how[0]); k++) {
+		char script[256];
+		char *argv[] = { "fencedwrite", "-t", "1", "out", "--", "sh",
+		                 "-c", script, NULL };
+		pid_t pid, sh, bg, cat, pg = 0;
+		int rc, left = 1;
+
+		snprintf(script, sizeof(script), "%ssleep 300 & echo $! > bg; "
+		         "sleep 300 | cat & echo $! > cat; "
+		         "echo $$ > p.t && mv p.t sh; wait", how[k]);
+		unlink("bg");
+		unlink("cat");
+		unlink("sh");
+		pid = fwt_spawn(NULL, argv);
+		sh = read_pid_file("sh");
+		bg = read_pid_file("bg");
+		cat = read_pid_file("cat");
+		assert_true(proc_state(sh, &pg) != 0);
+		assert_int_equal(pg, sh);   /* CMD leads a group of its own */
+		assert_int_equal(kill(pid, SIGTERM), 0);
+		rc = wait_bounded(pid, 10000);
+		for (int i = 0; i < 2000 && left; i++) {
+			left = alive(bg) || alive(cat);
+			if (left)
+				nap_ms(1);
+		}
+		if (rc < 0 || left) {
+			kill(pid, SIGKILL);
+			kill(bg, SIGKILL);
+			kill(cat, SIGKILL);
+			fail_msg("case %zu: command %s, CMD's children %s", k,
+			         rc < 0 ? "still running" : "died",
+			         left ? "outlived it" : "are gone");
+		}
+		assert_int_equal(rc, 128 + SIGTERM);
+		assert_null(fwt_slurp("out", NULL));
+		assert_int_equal(fwt_count_tmp("."), 0);
+	}
+}
+
+/*
+ * A termination signal that lands after the library's last look at the
+ * cancel flag and before the blocking lock wait must still end the wait.
+ * Made deterministic: the signal is pending (blocked) when the command
+ * starts; the command unblocks it at once, its handler runs before any
+ * lock is asked for, and the delete and the check then go straight into
+ * the blocking wait with no EINTR to come.  They must die of the signal
+ * while the other process still holds the lock.
+ */
+static void signal_before_the_lock_wait_still_ends_it(void **state)
+{
+	static const char *const action[] = { "--delete", "--check" };
+	struct fwt_holder h;
+
+	(void)state;
+	if (getenv("FWT_UNDER_VALGRIND")) {
+		print_message("skipped under valgrind: it defers signals "
+		              "during an OFD lock wait\n");
+		skip();
+	}
+	assert_int_equal(RUN("1\n", NULL, NULL, "-t", "1", "f"), 0);
+	fwt_lock_in_child("f.fence", 0, &h);
+	for (size_t k = 0; k < sizeof(action) / sizeof(action[0]); k++) {
+		pid_t pid = fork();
+		int rc;
+
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			char *argv[] = { "fencedwrite", (char *)action[k], "-t",
+			                 "2", "f", NULL };
+			sigset_t set;
+			int null = open("/dev/null", O_RDWR);
+
+			sigemptyset(&set);
+			sigaddset(&set, SIGTERM);
+			sigprocmask(SIG_BLOCK, &set, NULL);
+			/* pending, and kept across exec */
+			kill(getpid(), SIGTERM);
+			dup2(null, 0);
+			dup2(null, 2);
+			execv(getenv("FW_BIN"), argv);
+			_exit(127);
+		}
+		rc = wait_bounded(pid, 10000);
+		if (rc < 0) {
+			kill(pid, SIGKILL);
+			fwt_wait(pid);
+			fwt_unlock(&h);
+			fail_msg("%s waited for the lock despite SIGTERM",
+			         action[k]);
+		}
+		assert_int_equal(rc, 128 + SIGTERM);
+		assert_int_equal(kill(h.pid, 0), 0);   /* still holding it */
+	}
+	fwt_unlock(&h);
+	fwt_assert_content("f", "1\n");
+	assert_true(fwt_fence_token("f") == 1);
+	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
+/* --init adopts at token 0 when no store revision is at hand, as --help
+   says; anywhere else 0 stays a usage error (exit_2_...). */
+static void init_accepts_token_0(void **state)
+{
+	(void)state;
+	assert_int_equal(RUN(NULL, NULL, NULL, "--init", "-t", "0", "a"), 0);
+	assert_true(fwt_fence_token("a") == 0);
+	assert_int_equal(RUN(NULL, NULL, NULL, "-t", "0", "--init", "b"), 0);
+	assert_true(fwt_fence_token("b") == 0);
+	setenv("FWT_REV", "0", 1);
+	assert_int_equal(RUN(NULL, NULL, NULL, "--token-env", "FWT_REV",
+	                     "--init", "c"), 0);
+	assert_int_equal(RUN("x", NULL, NULL, "--token-env", "FWT_REV", "c"),
+	                 2);
+	unsetenv("FWT_REV");
+	assert_true(fwt_fence_token("c") == 0);
+	assert_int_equal(RUN("x", NULL, NULL, "-t", "1", "c"), 0);
+	fwt_assert_content("c", "x");
+}
+
+/* What a strict JSON parser makes of FILE: "token file_hex file". */
+static char *strict_json(const char *json_path, int *ok)
+{
+	char cmd[512], *buf = calloc(1, 4096);
+	size_t n;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "python3 -c 'import json,sys; "
+	         "d = json.loads(sys.stdin.buffer.read().decode(\"utf-8\")); "
+	         "print(d.get(\"token\"), d.get(\"file_hex\"), "
+	         "json.dumps(d[\"file\"]))' < %s", json_path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	n = fread(buf, 1, 4095, p);
+	buf[n] = '\0';
+	*ok = pclose(p) == 0;
+	return buf;
+}
+
+/*
+ * --json output parses with a strict parser whatever the bytes of the
+ * file's name, and a token near 2^64 comes out exact: as a string, since
+ * a JSON number above 2^53 is rounded by many parsers.
+ */
+static void json_is_valid_and_tokens_are_exact(void **state)
+{
+	const char *name = "n\xff\xfe\x01x";
+	char *out, *got;
+	int ok, rc;
+
+	(void)state;
+	if (system("python3 -c '' 2>/dev/null") != 0) {
+		print_message("skipped: python3 is not installed\n");
+		skip();
+	}
+	assert_int_equal(RUN("v\n", NULL, NULL, "-t", "18446744073709551615",
+	                     name), 0);
+	assert_int_equal(RUN(NULL, &out, NULL, "--show", "--json", name), 0);
+	fwt_spit("show.json", out);
+	free(out);
+	got = strict_json("show.json", &ok);
+	assert_true(ok);
+	assert_string_equal(got, "18446744073709551615 6efffe0178 "
+	                    "\"n\\ufffd\\ufffd\\u0001x\"\n");
+	free(got);
+	rc = RUN(NULL, &out, NULL, "--doctor", "--json", name);
+	assert_true(rc == 0 || rc == 3);
+	fwt_spit("doctor.json", out);
+	free(out);
+	got = strict_json("doctor.json", &ok);
+	assert_true(ok);
+	assert_string_equal(got, "None 6efffe0178 "
+	                    "\"n\\ufffd\\ufffd\\u0001x\"\n");
+	free(got);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -439,6 +756,11 @@ int main(void)
 		T(large_stdin_is_committed_exactly),
 		T(sigterm_while_waiting_leaves_nothing_behind),
 		T(sigint_while_cmd_runs_leaves_nothing_behind),
+		T(background_child_of_cmd_cannot_write_after_exit),
+		T(signal_ends_cmds_whole_process_group),
+		T(signal_before_the_lock_wait_still_ends_it),
+		T(init_accepts_token_0),
+		T(json_is_valid_and_tokens_are_exact),
 	};
 	return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /*
  * libFuzzer target: the command's option parser.  The input is split at
  * NUL bytes into arguments.  Besides not crashing: a parse that succeeds
- * names a FILE, and a token whenever the action needs one.
+ * names a FILE, and a token whenever the action needs one; a token of 0
+ * is only ever let through for --init.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if ((c.action == WRITE || c.action == DELETE ||
 		     c.action == CHECK) && c.token == 0)
+			abort();
+		if (c.token_text && c.token == 0 && c.action != INIT)
 			abort();
 	}
 	free(buf);
