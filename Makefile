@@ -46,7 +46,7 @@ BIN     := $(B)/fencedwrite
 
 TESTS   := test_token test_digest test_fence_record test_claim test_lock test_commit test_cli \
            test_contention test_faults test_crash test_hostile test_mount \
-           test_read
+           test_read test_update
 # A suite named NAME@noofd runs again with OFD locks refused (tests/noofd.c),
 # so the classic-lock fallback and its in-process guard are tested too.
 # NAME@faults runs under tests/faults.c, which fails chosen system calls.

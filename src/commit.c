@@ -482,6 +482,60 @@ int fw_commit_buffer(const char *path, uint64_t token, const void *buf,
 	return fw_txn_commit(txn, token, res);
 }
 
+/* ---- read-modify-write ------------------------------------------------ */
+
+int fw_update_begin(struct fw_txn **out, const char *path, uint64_t token,
+                    const struct fw_opts *opts, int *current,
+                    struct fw_result *res)
+{
+	struct fw_txn *txn;
+	int rc, fd;
+
+	*out = NULL;
+	*current = -1;
+	/* Claim first: from here on FILE changes only under a newer token,
+	   and then this update's commit is stale, whatever it read. */
+	rc = fw_claim(path, token, opts, res);
+	if (rc == FW_OK)
+		rc = fw_txn_begin(&txn, path, opts, res);
+	if (rc != FW_OK)
+		return rc;
+	fd = openat(txn->t.dirfd, txn->t.base, O_RDONLY | O_NOFOLLOW |
+	            O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 && errno != ENOENT) {
+		fw_result_start(res);
+		rc = fw_fail_sys(res, errno, "open", txn->t.path);
+		txn_free(txn, res);
+		return fw_result_end(res, rc);
+	}
+	*current = fd;
+	*out = txn;
+	return FW_OK;
+}
+
+int fw_append_buffer(const char *path, uint64_t token, const void *buf,
+                     size_t len, const struct fw_opts *opts,
+                     struct fw_result *res)
+{
+	struct fw_txn *txn;
+	int rc, current;
+
+	rc = fw_update_begin(&txn, path, token, opts, &current, res);
+	if (rc != FW_OK)
+		return rc;
+	rc = current < 0 ? FW_OK
+	     : fw_txn_copy_fd(txn, current, txn->t.path, res);
+	if (current >= 0)
+		close(current);
+	if (rc == FW_OK)
+		rc = fw_txn_write(txn, buf, len, res);
+	if (rc != FW_OK) {
+		txn_free(txn, res);
+		return fw_result_end(res, rc);
+	}
+	return fw_txn_commit(txn, token, res);
+}
+
 /* ---- the other operations -------------------------------------------- */
 
 int fw_delete(const char *path, uint64_t token, const struct fw_opts *opts,

@@ -197,6 +197,28 @@ void fw_txn_abort(struct fw_txn *txn);
 int fw_txn_rollback(struct fw_txn *txn, struct fw_result *res);
 
 /*
+ * A fenced read-modify-write: claim TOKEN for PATH (fw_claim), then begin
+ * a transaction for PATH's new content and open, into *CURRENT, the
+ * version of PATH the claim covers (-1 if PATH is absent; the caller
+ * closes it).  Compute the new content from *CURRENT, write it to the
+ * transaction, and commit with fw_txn_commit(*TXN, TOKEN): it is accepted
+ * only if no other token claimed or committed meanwhile, so no update is
+ * ever lost: a newer holder's change makes this one FW_STALE instead.
+ * On failure nothing is open and *TXN is NULL.
+ */
+int fw_update_begin(struct fw_txn **txn, const char *path, uint64_t token,
+                    const struct fw_opts *opts, int *current,
+                    struct fw_result *res);
+
+/*
+ * Append LEN bytes from BUF to PATH under TOKEN, as an update: the new
+ * content is PATH's current content (none if absent) followed by BUF.
+ */
+int fw_append_buffer(const char *path, uint64_t token, const void *buf,
+                     size_t len, const struct fw_opts *opts,
+                     struct fw_result *res);
+
+/*
  * Remove PATH under the fence: the fence advances to TOKEN, then PATH is
  * unlinked.  The fence stays, so a stale holder cannot re-create PATH.  A
  * PATH that is already absent is not an error.
@@ -223,6 +245,17 @@ int fw_check(const char *path, uint64_t token, const struct fw_opts *opts,
  */
 int fw_read(const char *path, int out, const struct fw_opts *opts,
             struct fw_result *res);
+
+/*
+ * The same, and *TOKEN (if not NULL) the token the bytes written to OUT
+ * were committed under: the fence is read (under a shared lock, released
+ * at once) before PATH, and the version is retried until one of the
+ * fence's records names exactly what was read (inode, size, digest).
+ * FW_UNSAFE when PATH never matches its fence (it was changed outside
+ * fencedwrite), or when there is no fence.
+ */
+int fw_read_version(const char *path, int out, const struct fw_opts *opts,
+                    uint64_t *token, struct fw_result *res);
 
 /* The current record of a fence, as fw_show reports it. */
 struct fw_fence_info {

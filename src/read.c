@@ -42,7 +42,8 @@ static int retryable(int err)
  * target are on different filesystems, and the read errors are the ones
  * that matter here.
  */
-static int copy_plain(int in, int out, const struct fw_opts *opts)
+static int copy_plain(int in, int out, const struct fw_opts *opts,
+                      struct fw_digest *d)
 {
 	char chunk[65536];
 
@@ -56,6 +57,7 @@ static int copy_plain(int in, int out, const struct fw_opts *opts)
 				continue;
 			return 1;
 		}
+		fw_digest_update(d, chunk, (size_t)n);
 		if (fw_write_all(out, chunk, (size_t)n, opts) < 0)
 			return 2;
 	}
@@ -69,12 +71,15 @@ static int again(int err)
 }
 
 /*
- * Copy one version of FILE into BUF (a memfd, emptied first).  FW_OK, or
- * -1 with errno set to a retryable error, or a failure code in RES.
+ * Copy one version of FILE into BUF (a memfd, emptied first), and what it
+ * was into GOT (inode, size, digest).  FW_OK, or -1 with errno set to a
+ * retryable error, or a failure code in RES.
  */
 static int read_once(const struct target *t, int buf,
-                     const struct fw_opts *opts, struct fw_result *res)
+                     const struct fw_opts *opts, struct fw_record *got,
+                     struct fw_result *res)
 {
+	struct fw_digest d;
 	struct stat st;
 	int fd, side, err;
 
@@ -105,11 +110,17 @@ static int read_once(const struct target *t, int buf,
 		return fw_fail(res, FW_UNSAFE, "%s is not a regular file",
 		               t->path);
 	}
-	side = copy_plain(fd, buf, opts);
+	fw_digest_init(&d);
+	side = copy_plain(fd, buf, opts, &d);
 	err = errno;
 	close(fd);
-	if (side == 0)
+	if (side == 0) {
+		got->file = FW_FILE_PRESENT;
+		got->ino = (uint64_t)st.st_ino;
+		got->size = d.total;
+		got->digest = fw_digest_final(&d);
 		return FW_OK;
+	}
 	if (side == 1 && retryable(err))
 		return again(err);
 	if (side == 2)
@@ -117,9 +128,46 @@ static int read_once(const struct target *t, int buf,
 	return fw_fail_sys(res, err, "read", t->path);
 }
 
-int fw_read(const char *path, int out, const struct fw_opts *opts,
-            struct fw_result *res)
+/*
+ * The token FILE's content GOT was committed under, from the fence's two
+ * records: 1 and *TOKEN if one of them names exactly that content (inode,
+ * size and digest), 0 if neither does (a commit landed between our read of
+ * the fence and of FILE, or FILE was changed behind the fence's back),
+ * or a failure code.
+ */
+static int token_of(const struct fw_fence *f, const struct fw_record *got,
+                    uint64_t *token)
 {
+	const struct fw_record *r[2] = { &f->cur, f->has_prev ? &f->prev : NULL };
+
+	for (int i = 0; i < 2; i++)
+		if (r[i] && r[i]->file == FW_FILE_PRESENT &&
+		    r[i]->ino == got->ino && r[i]->size == got->size &&
+		    r[i]->digest == got->digest) {
+			*token = r[i]->ftoken;
+			return 1;
+		}
+	return 0;
+}
+
+/* The fence's records, read under a shared lock held only that long. */
+static int fence_now(const struct target *t, const struct fw_opts *opts,
+                     struct fw_fence *f, struct fw_result *res)
+{
+	struct fw_lock lk;
+	int rc = fw_fence_lock(t, 0, FW_ABSENT_FAILS,
+	                       fw_deadline(opts->timeout_ms), opts, &lk, f, res);
+
+	if (rc == FW_OK)
+		fw_lock_release(&lk);
+	return rc;
+}
+
+int fw_read_version(const char *path, int out, const struct fw_opts *opts,
+                    uint64_t *token, struct fw_result *res)
+{
+	struct fw_record got;
+	struct fw_fence f;
 	struct target t;
 	long backoff_ms = 1;
 	int rc, buf, side, attempt;
@@ -138,14 +186,31 @@ int fw_read(const char *path, int out, const struct fw_opts *opts,
 	}
 	for (attempt = 1;; attempt++) {
 		struct timespec ts;
+		int err = ESTALE;
 
-		rc = read_once(&t, buf, opts, res);
-		if (rc != -1)
+		/* Fence first, FILE second: FILE's content is then either
+		   what one of these records names, or newer (and the next
+		   attempt sees its record). */
+		rc = token ? fence_now(&t, opts, &f, res) : FW_OK;
+		if (rc != FW_OK)
 			break;
+		rc = read_once(&t, buf, opts, &got, res);
+		if (rc == -1)
+			err = errno;
+		else if (rc != FW_OK || !token || token_of(&f, &got, token))
+			break;
+		else
+			err = 0;   /* read whole, but its record was not seen */
 		if (attempt == READ_ATTEMPTS || fw_cancelled(opts)) {
-			rc = fw_fail_sys(res, errno, "read", path);
-			fw_result_append(res, " (%d attempts: it keeps being "
-			                 "replaced or removed)", attempt);
+			if (err)
+				rc = fw_fail_sys(res, err, "read", path);
+			else
+				rc = fw_fail(res, FW_UNSAFE, "%s is not what "
+				             "its fence's records describe: "
+				             "changed outside fencedwrite, or "
+				             "replaced too often to read",
+				             path);
+			fw_result_append(res, " (%d attempts)", attempt);
 			break;
 		}
 		ts.tv_sec = 0;
@@ -170,4 +235,10 @@ int fw_read(const char *path, int out, const struct fw_opts *opts,
 	close(buf);
 	fw_target_close(&t);
 	return fw_result_end(res, rc);
+}
+
+int fw_read(const char *path, int out, const struct fw_opts *opts,
+            struct fw_result *res)
+{
+	return fw_read_version(path, out, opts, NULL, res);
 }

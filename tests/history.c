@@ -45,11 +45,24 @@ static uint64_t max_before(const struct fwh_op *const *sorted,
 	return lo ? prefix[lo - 1] : 0;
 }
 
+/* Another operation than OP committed or claimed OP's token, or a larger
+   one, and started before OP ended. */
+static int other_claim_or_commit(const struct fwh_op *ops, size_t n,
+                                 const struct fwh_op *op)
+{
+	for (size_t i = 0; i < n; i++)
+		if (&ops[i] != op && (ops[i].rc == 0 || ops[i].claimed) &&
+		    ops[i].token >= op->token && ops[i].start < op->end)
+			return 1;
+	return 0;
+}
+
 int fwh_check(const struct fwh_op *ops, size_t n, struct fwh_summary *sum,
               char *why, size_t whylen)
 {
 	const struct fwh_op **by_e = calloc(n + 1, sizeof(*by_e));
 	const struct fwh_op **by_s = calloc(n + 1, sizeof(*by_s));
+	size_t ns = 0;   /* by_s holds commits and claims */
 	uint64_t *pre_e = calloc(n + 1, sizeof(*pre_e));
 	uint64_t *pre_s = calloc(n + 1, sizeof(*pre_s));
 	uint64_t *tokens = calloc(n + 1, sizeof(*tokens));
@@ -64,8 +77,10 @@ int fwh_check(const struct fwh_op *ops, size_t n, struct fwh_summary *sum,
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
+		if (ops[i].rc == 0 || ops[i].claimed)
+			by_s[ns++] = &ops[i];
 		if (ops[i].rc == 0) {
-			by_e[nc] = by_s[nc] = &ops[i];
+			by_e[nc] = &ops[i];
 			tokens[nc++] = ops[i].token;
 		} else if (ops[i].rc != 1) {
 			snprintf(why, whylen, "token %llu ended with code %d",
@@ -81,13 +96,13 @@ int fwh_check(const struct fwh_op *ops, size_t n, struct fwh_summary *sum,
 			goto out;
 		}
 	qsort(by_e, nc, sizeof(*by_e), by_end);
-	qsort(by_s, nc, sizeof(*by_s), by_start);
-	for (size_t i = 0; i < nc; i++) {
+	qsort(by_s, ns, sizeof(*by_s), by_start);
+	for (size_t i = 0; i < nc; i++)
 		pre_e[i] = i && pre_e[i - 1] > by_e[i]->token ? pre_e[i - 1]
 		                                              : by_e[i]->token;
+	for (size_t i = 0; i < ns; i++)
 		pre_s[i] = i && pre_s[i - 1] > by_s[i]->token ? pre_s[i - 1]
 		                                              : by_s[i]->token;
-	}
 	for (size_t i = 0; i < n; i++) {
 		const struct fwh_op *op = &ops[i];
 
@@ -102,12 +117,15 @@ int fwh_check(const struct fwh_op *ops, size_t n, struct fwh_summary *sum,
 				goto out;
 			}
 		} else {
-			uint64_t seen = max_before(by_s, pre_s, nc, op->end, 0);
+			uint64_t seen = max_before(by_s, pre_s, ns, op->end, 0);
 
 			sum->rejections++;
-			if (seen < op->token) {
+			/* Its own claim does not justify it. */
+			if (seen < op->token ||
+			    (seen == op->token && op->claimed &&
+			     !other_claim_or_commit(ops, n, op))) {
 				snprintf(why, whylen, "token %llu rejected with "
-				         "no commit >= it under way",
+				         "no commit or claim >= it under way",
 				         (unsigned long long)op->token);
 				goto out;
 			}

@@ -45,7 +45,7 @@ int main(int argc, char **argv)
 			}
 			ops = more;
 		}
-		ops[n++] = (struct fwh_op){ s, e, t, rc };
+		ops[n++] = (struct fwh_op){ s, e, t, rc, 0 };
 	}
 	fclose(log);
 	if (fwh_check(ops, n, &sum, why, sizeof(why)) != 0) {

@@ -235,7 +235,8 @@ static void history_is_linearizable(void **state)
 		for (size_t i = 0; i < total; i++)
 			h[i] = (struct fwh_op){ sh->ops[i].start, sh->ops[i].end,
 			                        sh->ops[i].token,
-			                        sh->ops[i].rc == FW_OK ? 0 : 1 };
+			                        sh->ops[i].rc == FW_OK ? 0 : 1,
+			                        0 };
 		if (fwh_check(h, total, &sum, why, sizeof(why)) != 0)
 			fail_msg("%s", why);
 		free(h);
