@@ -237,6 +237,46 @@ static void version_1_fence_is_read_and_upgraded_by_the_next_change(
 	assert_true(show("r").token == 32);
 }
 
+/* A reader learns the token of the very bytes it got. */
+static void read_version_gives_the_token_of_the_bytes_read(void **state)
+{
+	struct fw_result res;
+	uint64_t token = 0;
+	char *got;
+	int out;
+
+	(void)state;
+	assert_int_equal(commit("r", 5, "five\n", &res), FW_OK);
+	assert_int_equal(fw_claim("r", 7, NULL, &res), FW_OK);
+	out = open("out", O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(out >= 0);
+	assert_int_equal(fw_read_version("r", out, NULL, &token, &res), FW_OK);
+	close(out);
+	assert_true(token == 5);   /* claimed by 7, content still 5's */
+	fwt_assert_content("out", "five\n");
+	assert_int_equal(commit("r", 7, "seven\n", &res), FW_OK);
+	out = open("out", O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_int_equal(fw_read_version("r", out, NULL, &token, &res), FW_OK);
+	close(out);
+	assert_true(token == 7);
+	fwt_assert_content("out", "seven\n");
+	/* changed behind the fence's back: no token can be named */
+	fwt_spit("r", "forged\n");
+	out = open("out", O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_int_equal(fw_read_version("r", out, NULL, &token, &res),
+	                 FW_UNSAFE);
+	close(out);
+	got = fwt_slurp("out", NULL);
+	assert_string_equal(got, "");
+	free(got);
+	assert_non_null(strstr(res.message, "not what its fence"));
+	/* without asking for the token, any whole version is fine */
+	out = open("out", O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_int_equal(fw_read("r", out, NULL, &res), FW_OK);
+	close(out);
+	fwt_assert_content("out", "forged\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +287,7 @@ int main(void)
 		T(verify_says_what_differs),
 		T(status_tells_the_fence_token_from_the_content_token),
 		T(version_1_fence_is_read_and_upgraded_by_the_next_change),
+		T(read_version_gives_the_token_of_the_bytes_read),
 	};
 	return cmocka_run_group_tests_name("claim", tests, NULL, NULL);
 }
