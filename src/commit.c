@@ -71,92 +71,59 @@ static int frees_blocks_late_safely(int dirfd)
 {
 	struct statfs sf;
 
-	if (fstatfs(dirfd, &sf) < 0)
-		return 0;
-	switch ((unsigned long)sf.f_type) {
-	case 0xef53:        /* ext2, ext3, ext4 */
-	case 0x58465342:    /* xfs */
-	case 0x9123683e:    /* btrfs */
-	case 0xf2f52010:    /* f2fs */
-	case 0x2fc12fc1:    /* zfs */
-	case 0xca451a4e:    /* bcachefs */
-		return 1;
-	default:
-		return 0;
-	}
+	return fstatfs(dirfd, &sf) == 0 && fw_fs_is_local((long)sf.f_type);
 }
 
 /*
- * Steps 2 to 6, shared by commit and delete: lock and read the fence,
- * decide on TOKEN, advance the fence durably with CHANGE (what FILE will
- * be), then rename TMP over FILE (or, with TMP NULL, unlink FILE), sync
- * the directory, and unlock.  TMP is emptied once renamed, so nobody
- * unlinks that name again.
+ * On NFS a lock is a lease: a client frozen (a paused VM, a stalled
+ * kernel) past the server's lease time loses it silently, the server
+ * grants it to another host, and the frozen client, once it runs again,
+ * still believes it holds it.  Nothing here can stop a call from landing
+ * then, but the fence can be read again, fresh from the server (O_DIRECT
+ * bypasses the client's cache), at the three points where a lost lock
+ * does harm: before our record is written (it would overwrite a newer
+ * one), before the rename (it would replace newer content) and after it
+ * (success must never be reported).  Each check narrows the window to the
+ * few calls after it; the last one closes it for the exit status.
  */
-static int fenced_change(const struct target *t, uint64_t token, char *tmp,
-                         struct fw_record *change, const struct fw_opts *opts,
-                         struct fw_result *res)
-{
-	struct fw_fence f;
-	struct fw_lock lk;
-	struct stat st;
-	int rc, present, old_fd = -1;
+enum phase { BEFORE_WRITE, BEFORE_RENAME, AFTER_RENAME };
 
-	rc = fw_fence_lock(t, 1, FW_ABSENT_CREATES,
-	                   fw_deadline(opts->timeout_ms), opts, &lk, &f, res);
-	if (rc != FW_OK)
-		return rc;
-	/* FILE as it is now, under the lock: a link planted since the
-	   transaction began would be replaced by the rename (or removed by
-	   the unlink) instead of refused. */
-	rc = fw_file_state(t, &st, res);
-	if (rc != 0 && rc != 1)
-		goto unlock;
-	present = rc == 0;
-	switch (fw_fence_decide(opts, token, &f, &st, present, change)) {
-	case FW_DECIDE_REJECT:
-		rc = fw_fence_stale(t, token, f.cur.token, res);
-		goto unlock;
-	case FW_DECIDE_DONE:
-		rc = fw_ok(res);   /* this very change is in place already */
-		goto unlock;
-	default:
-		break;
-	}
-	if (fw_cancelled(opts)) {
-		rc = fw_fail_sys(res, EINTR, tmp ? "commit" : "delete", t->path);
-		goto unlock;
-	}
-	/* From here on the change is finished, not abandoned. */
-	change->token = change->ftoken = token;
-	fw_record_stamp(change, tmp ? "commit" : "delete");
-	rc = fw_fence_advance(t, &lk, &f, change, res);
-	if (rc != FW_OK)
-		goto unlock;
-	if (present && st.st_size >= DEFER_FREE_BYTES &&
-	    frees_blocks_late_safely(t->dirfd))
-		old_fd = openat(t->dirfd, t->base, O_RDONLY | O_NOFOLLOW |
-		                O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (tmp) {
-		if (renameat(t->dirfd, tmp, t->dirfd, t->base) < 0) {
-			rc = fw_fail_sys(res, errno, "rename", t->path);
-			goto unlock;
-		}
-		tmp[0] = '\0';
-	} else if (unlinkat(t->dirfd, t->base, 0) < 0 && errno != ENOENT) {
-		rc = fw_fail_sys(res, errno, "unlink", t->path);
-		goto unlock;
-	}
-	if (fw_fsync(t->dirfd) < 0) {
-		rc = fw_fail_sys(res, errno, "fsync directory", t->dirshown);
-		goto unlock;
-	}
-	rc = fw_ok(res);
-unlock:
-	fw_lock_release(&lk);
-	if (old_fd >= 0)
-		close(old_fd);   /* frees the old blocks, now unlocked */
-	return rc;
+static int still_ours(const struct target *t, const struct fw_lock *lk,
+                      const struct fw_record *expect, enum phase phase,
+                      uint64_t token, struct fw_result *res)
+{
+	_Alignas(4096) char image[2 * 4096];
+	struct fw_fence f;
+	char why[160];
+	int flags = fcntl(lk->fd, F_GETFL);
+	int direct = flags >= 0 && fcntl(lk->fd, F_SETFL, flags | O_DIRECT) == 0;
+	ssize_t n;
+
+	do
+		n = pread(lk->fd, image, sizeof(image), 0);
+	while (n < 0 && errno == EINTR);
+	if (direct)
+		(void)fcntl(lk->fd, F_SETFL, flags);
+	if (n < 0)
+		return fw_fail_sys(res, errno, "read", t->fshown);
+	if (fw_record_parse(image, (size_t)n, &f, why, sizeof(why)) == 0 &&
+	    f.cur.seq == expect->seq && f.cur.token == expect->token &&
+	    f.cur.pid == expect->pid && f.cur.time == expect->time &&
+	    !strcmp(f.cur.host, expect->host))
+		return FW_OK;
+	if (phase != AFTER_RENAME)
+		return fw_fail(res, FW_LOCK_LOST,
+		               "the lock on %s was lost %s: another writer "
+		               "changed the fence meanwhile; %s was not changed",
+		               t->fshown, phase == BEFORE_WRITE
+		               ? "before this change was recorded"
+		               : "before the rename", t->path);
+	return fw_fail(res, FW_LOCK_LOST,
+	               "the lock on %s was lost while %s was being replaced: "
+	               "another writer changed the fence meanwhile, and %s "
+	               "may now hold this superseded content (token %llu); "
+	               "rerun the newest holder's job", t->fshown, t->path,
+	               t->path, (unsigned long long)token);
 }
 
 /*
@@ -199,6 +166,109 @@ static int claimed_content(const struct target *t, const struct fw_fence *f,
 	close(fd);
 	return FW_OK;
 }
+
+/*
+ * Steps 2 to 6, shared by commit and delete: lock and read the fence,
+ * decide on TOKEN, advance the fence durably with CHANGE (what FILE will
+ * be), then rename TMP over FILE (or, with TMP NULL, unlink FILE), sync
+ * the directory, and unlock.  TMP is emptied once renamed, so nobody
+ * unlinks that name again.
+ */
+static int fenced_change(struct target *t, uint64_t token, char *tmp,
+                         struct fw_record *change, const struct fw_opts *opts,
+                         struct fw_result *res)
+{
+	struct fw_fence f;
+	struct fw_lock lk;
+	struct stat st;
+	int rc, present, old_fd = -1;
+
+	rc = fw_fence_lock(t, 1, FW_ABSENT_CREATES,
+	                   fw_deadline(opts->timeout_ms), opts, &lk, &f, res);
+	if (rc != FW_OK)
+		return rc;
+	/* FILE as it is now, under the lock: a link planted since the
+	   transaction began would be replaced by the rename (or removed by
+	   the unlink) instead of refused. */
+	rc = fw_file_state(t, &st, res);
+	if (rc != 0 && rc != 1)
+		goto unlock;
+	present = rc == 0;
+	switch (fw_fence_decide(opts, token, &f, &st, present, change)) {
+	case FW_DECIDE_REJECT:
+		rc = fw_fence_stale(t, token, f.cur.token, res);
+		goto unlock;
+	case FW_DECIDE_DONE:
+		rc = fw_ok(res);   /* this very change is in place already */
+		goto unlock;
+	default:
+		break;
+	}
+	if (fw_cancelled(opts)) {
+		rc = fw_fail_sys(res, EINTR, tmp ? "commit" : "delete", t->path);
+		goto unlock;
+	}
+	/* From here on the change is finished, not abandoned. */
+	change->token = change->ftoken = token;
+	fw_record_stamp(change, tmp ? "commit" : "delete");
+	rc = t->fence_local ? FW_OK
+	     : still_ours(t, &lk, &f.cur, BEFORE_WRITE, token, res);
+	if (rc == FW_OK)
+		rc = fw_fence_advance(t, &lk, &f, change, res);
+	if (rc == FW_OK && !t->fence_local)
+		rc = still_ours(t, &lk, change, BEFORE_RENAME, token, res);
+	if (rc != FW_OK)
+		goto unlock;
+	if (present && st.st_size >= DEFER_FREE_BYTES &&
+	    frees_blocks_late_safely(t->dirfd))
+		old_fd = openat(t->dirfd, t->base, O_RDONLY | O_NOFOLLOW |
+		                O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (tmp) {
+		if (renameat(t->dirfd, tmp, t->dirfd, t->base) < 0) {
+			rc = fw_fail_sys(res, errno, "rename", t->path);
+			goto unfinished;
+		}
+		tmp[0] = '\0';
+	} else if (!present) {
+		/* Nothing to unlink: this record changes nothing in FILE and
+		   goes into both slots (the lock was looked at just above). */
+		rc = fw_fence_seal(t, &lk, change, res);
+		if (rc != FW_OK)
+			goto unlock;
+	} else if (unlinkat(t->dirfd, t->base, 0) < 0 && errno != ENOENT) {
+		rc = fw_fail_sys(res, errno, "unlink", t->path);
+		goto unfinished;
+	}
+	if (fw_fsync(t->dirfd) < 0) {
+		rc = fw_fail_sys(res, errno, "fsync directory", t->dirshown);
+		goto unlock;
+	}
+	rc = t->fence_local ? FW_OK
+	     : still_ours(t, &lk, change, AFTER_RENAME, token, res);
+	if (rc == FW_OK)
+		rc = fw_ok(res);
+	goto unlock;
+unfinished:
+	/* The fence names a change that never reached FILE.  Record, in the
+	   other slot, TOKEN as claimed with FILE as it still is: damage to
+	   either record then cannot make the token fall back, a retry of
+	   TOKEN is accepted as its own claim, and --verify still sees the
+	   unfinished change in the record before.  RES keeps the failure. */
+	{
+		struct fw_record held = *change;
+
+		if (claimed_content(t, &f, &st, present, &held, NULL) == FW_OK) {
+			fw_record_stamp(&held, "claim");
+			(void)fw_fence_seal(t, &lk, &held, NULL);
+		}
+	}
+unlock:
+	fw_lock_release(&lk);
+	if (old_fd >= 0)
+		close(old_fd);   /* frees the old blocks, now unlocked */
+	return rc;
+}
+
 
 int fw_claim(const char *path, uint64_t token, const struct fw_opts *opts,
              struct fw_result *res)
@@ -244,7 +314,19 @@ int fw_claim(const char *path, uint64_t token, const struct fw_opts *opts,
 		goto out;
 	claim.token = token;
 	fw_record_stamp(&claim, "claim");
-	rc = fw_fence_advance(&t, &lk, &f, &claim, res);
+	if (!t.fence_local)
+		rc = still_ours(&t, &lk, &f.cur, BEFORE_WRITE, token, res);
+	if (rc == FW_OK)
+		rc = fw_fence_advance(&t, &lk, &f, &claim, res);
+	/* A claim leaves FILE alone: its record goes into both slots.  The
+	   lock is looked at before the second copy too, which would
+	   otherwise overwrite a newer record. */
+	if (rc == FW_OK && !t.fence_local)
+		rc = still_ours(&t, &lk, &claim, BEFORE_RENAME, token, res);
+	if (rc == FW_OK)
+		rc = fw_fence_seal(&t, &lk, &claim, res);
+	if (rc == FW_OK && !t.fence_local)
+		rc = still_ours(&t, &lk, &claim, BEFORE_RENAME, token, res);
 	if (rc == FW_OK)
 		rc = fw_ok(res);
 out:
@@ -359,9 +441,14 @@ int fw_txn_begin(struct fw_txn **out, const char *path,
 		mode_t want = fw_wanted_mode(rc == 0 ? &st : NULL, &txn->opts);
 		struct stat now;
 
+		/* A set-id file is filled while only its owner may write it:
+		   content another user wrote into it would be made set-id
+		   again at the commit (the kernel clears the bits at that
+		   user's write, fw_txn_commit sets them). */
 		if (want & (S_ISUID | S_ISGID))
 			txn->setid_mode = want;
-		txn->fd = fw_tmp_create(txn->t.dirfd, txn->t.base, want & 0777,
+		txn->fd = fw_tmp_create(txn->t.dirfd, txn->t.base,
+		                        txn->setid_mode ? 0600 : want & 0777,
 		                        txn->tmp, sizeof(txn->tmp), &now);
 		if (txn->fd < 0)
 			txn->tmp[0] = '\0';
@@ -369,8 +456,11 @@ int fw_txn_begin(struct fw_txn **out, const char *path,
 		          txn->tmpshown, sizeof(txn->tmpshown));
 		if (txn->fd < 0)
 			rc = fw_fail_sys(res, errno, "open", txn->tmpshown);
-		else if (fw_set_mode(txn->fd, &now, rc == 0 ? &st : NULL,
-		                  &txn->opts) < 0)
+		else if ((txn->setid_mode
+		          ? fw_set_owner_and_bits(txn->fd, &now,
+		                                  rc == 0 ? &st : NULL, 0600, 1)
+		          : fw_set_mode(txn->fd, &now, rc == 0 ? &st : NULL,
+		                        &txn->opts)) < 0)
 			rc = fw_fail_sys(res, errno, "fchmod", txn->tmpshown);
 		else
 			rc = FW_OK;

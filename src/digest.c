@@ -67,7 +67,7 @@ void fw_digest_init(struct fw_digest *d)
 static void stripe(struct fw_digest *d, const unsigned char *p)
 {
 	for (int i = 0; i < 4; i++)
-		d->v[i] = round64(d->v[i], le64(p + 8 * i));
+		d->v[i] = round64(d->v[i], le64(p + (size_t)8 * i));
 }
 
 void fw_digest_update(struct fw_digest *d, const void *buf, size_t len)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -100,6 +101,39 @@ static mode_t fence_mode(const struct stat *file, const struct fw_opts *o)
 	return fw_wanted_mode(file, o) & 0664;
 }
 
+/*
+ * Give a new fence (FD, whose state is NOW) FILE's owner and group where
+ * the process may, and fence_mode's bits, with nothing the directory adds:
+ * no ACL inherited from a default ACL (it may name writers nobody here
+ * trusts), and no group write for a group the writer is not in (a setgid
+ * directory's), which would make the fence one its own writer refuses.
+ */
+static int fence_bits(int fd, const struct stat *now, const struct stat *file,
+                      const struct fw_opts *opts)
+{
+	mode_t want = fence_mode(file, opts);
+	int exact = file || (opts->flags & FW_USE_MODE);
+	struct stat st;
+
+	/* (Removing an absent ACL succeeds on some filesystems: ask.) */
+	if (fgetxattr(fd, "system.posix_acl_access", NULL, 0) > 0) {
+		if (fremovexattr(fd, "system.posix_acl_access") < 0)
+			return -1;
+		/* The default ACL overrode the umask; without the ACL, keep
+		   the group from writing rather than guess what it meant. */
+		want &= 0644;
+		exact = 1;
+	} else if (errno != ENODATA && errno != ENOTSUP) {
+		return -1;
+	}
+	if (fw_set_owner_and_bits(fd, now, file, want, exact) < 0 ||
+	    fstat(fd, &st) < 0)
+		return -1;
+	if ((st.st_mode & S_IWGRP) && fw_in_group(st.st_gid) == 0)
+		return fchmod(fd, st.st_mode & 0644);
+	return 0;
+}
+
 /* The fence's directory, for messages. */
 static const char *fdir_shown(const struct target *t, char buf[PATH_MAX])
 {
@@ -138,8 +172,7 @@ int fw_fence_create(const struct target *t, const struct fw_record *rec,
 		                   fw_tmp_shown(fdir_shown(t, fdir), t->fbase, "",
 		                                shown, sizeof(shown)));
 	}
-	if (fw_set_owner_and_bits(fd, &now, file, fence_mode(file, opts),
-	                          file || (opts->flags & FW_USE_MODE)) < 0)
+	if (fence_bits(fd, &now, file, opts) < 0)
 		rc = fw_fail_sys(res, errno, "fchmod", t->fshown);
 	else if (fw_write_all(fd, image, sizeof(image), NULL) < 0)
 		rc = fw_fail_sys(res, errno, "write", t->fshown);
@@ -197,7 +230,6 @@ static int read_fence(const struct target *t, int fd, struct fw_fence *f,
 {
 	char image[FW_FENCE_SIZE + 1], why[160];
 	ssize_t n;
-	int rc;
 
 	/* One read of one byte more than a fence: a short count from a
 	   regular file is its end, so a longer file shows as too long. */
@@ -213,7 +245,8 @@ static int read_fence(const struct target *t, int fd, struct fw_fence *f,
 		               "(see fencedwrite-fence(5) to recover)",
 		               t->fshown, why);
 	if (f->damaged) {
-		rc = believe_damaged(t, f, res);
+		int rc = believe_damaged(t, f, res);
+
 		if (rc != FW_OK)
 			return rc;
 	}
@@ -239,7 +272,12 @@ static int unopenable_fence(const struct target *t, struct fw_result *res)
 	    fstatat(t->fdirfd, t->fbase, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !S_ISREG(st.st_mode))
 		return FW_SYSTEM;
-	rc = fw_fence_trusted(&st, t->fshown, &why);
+	{
+		char fdir[PATH_MAX];
+
+		rc = fw_fence_trusted(-1, &st, t->fdirfd, fdir_shown(t, fdir),
+		                      t->fshown, &why);
+	}
 	if (rc != FW_OK)
 		*res = why;
 	return rc == FW_OK ? FW_SYSTEM : rc;
@@ -267,7 +305,11 @@ int fw_fence_lock(const struct target *t, int exclusive, enum fw_absent how,
 		                      deadline, opts, lk, res);
 
 		if (rc == FW_OK) {
-			rc = fw_fence_trusted(&lk->st, t->fshown, res);
+			char fdir[PATH_MAX];
+
+			rc = fw_fence_trusted(lk->fd, &lk->st, t->fdirfd,
+			                      fdir_shown(t, fdir), t->fshown,
+			                      res);
 			if (rc == FW_OK)
 				rc = read_fence(t, lk->fd, f, res);
 			if (rc != FW_OK)
@@ -296,6 +338,15 @@ int fw_fence_lock(const struct target *t, int exclusive, enum fw_absent how,
 			return rc;
 		if (how == FW_ABSENT_REPORTS)
 			return 1;
+		/* Not even a first fence in a directory others may change. */
+		{
+			char fdir[PATH_MAX];
+
+			rc = fw_dir_trusted(t->fdirfd, fdir_shown(t, fdir),
+			                    t->fshown, res);
+			if (rc != FW_OK)
+				return rc;
+		}
 		first_record(&rec);
 		rc = fw_fence_create(t, &rec, NULL, opts, res);
 		if (rc != FW_OK && rc != 1)
@@ -319,6 +370,32 @@ int fw_fence_advance(const struct target *t, const struct fw_lock *lk,
 	/* The new record goes into the slot the current one is not in. */
 	if (fw_pwrite_all(lk->fd, slot, sizeof(slot),
 	                  fw_record_offset(next->seq)) < 0)
+		return fw_fail_sys(res, errno, "write", t->fshown);
+	if (fw_fdatasync(lk->fd) < 0)
+		return fw_fail_sys(res, errno, "fdatasync", t->fshown);
+	return FW_OK;
+}
+
+/*
+ * A record whose change leaves FILE as it was (a claim, a delete of an
+ * absent FILE, a change whose rename or unlink failed) cannot be told
+ * from a torn write by looking at FILE, so it gets a second copy in the
+ * other slot: damage to either copy later leaves the other, and only a
+ * copy torn while its writer was still at work (and had reported nothing)
+ * can fall back to the record before it.
+ */
+int fw_fence_seal(const struct target *t, const struct fw_lock *lk,
+                  struct fw_record *rec, struct fw_result *res)
+{
+	char slot[FW_SLOT_SIZE];
+
+	if (rec->seq >= UINT64_MAX - 1)
+		return fw_fail(res, FW_UNSAFE, "%s: sequence number exhausted",
+		               t->fshown);
+	rec->seq++;
+	fw_record_format(rec, slot);
+	if (fw_pwrite_all(lk->fd, slot, sizeof(slot),
+	                  fw_record_offset(rec->seq)) < 0)
 		return fw_fail_sys(res, errno, "write", t->fshown);
 	if (fw_fdatasync(lk->fd) < 0)
 		return fw_fail_sys(res, errno, "fdatasync", t->fshown);

@@ -74,8 +74,16 @@ enum fw_code {
 	FW_USAGE = 2,   /* invalid argument: nothing changed */
 	FW_UNSAFE = 3,  /* fence missing, corrupt or unsafe: nothing changed */
 	FW_LOCKED = 4,  /* lock not acquired within the timeout: nothing changed */
-	FW_SYSTEM = 5   /* a system call failed: FILE holds its old or its new
+	FW_SYSTEM = 5,  /* a system call failed: FILE holds its old or its new
 	                   content, never a mix; message names call and path */
+	/* 6 and 7 are the command's own (CMD failed; fencedwrite-etcd: etcd
+	   unreachable). */
+	FW_LOCK_LOST = 8 /* the fence's lock was lost during the commit (an
+	                   NFSv4 lease that lapsed while this client was
+	                   frozen): another writer advanced the fence.  If the
+	                   message says so, the rename came first and FILE may
+	                   hold this superseded content; otherwise FILE is
+	                   unchanged */
 };
 
 /* A static string describing a code ("success", "stale token", ...). */

@@ -122,6 +122,21 @@ static int judge(const struct target *t, const struct fw_fence *f, int deep,
 		st->file_size = cur->size;
 		st->digest = cur->digest;
 	}
+	/* A change that never landed is held as a claim of its token
+	   (commit.c): the record before says what did not happen. */
+	if (!strcmp(cur->op, "claim") && f->has_prev &&
+	    f->prev.token == cur->token && (!strcmp(f->prev.op, "commit") ||
+	                                    !strcmp(f->prev.op, "delete")) &&
+	    fw_identity_compare(&f->prev, &fs, st->file_present) !=
+	    FW_ID_SAME &&
+	    fw_identity_compare(cur, &fs, st->file_present) == FW_ID_SAME) {
+		st->verdict = FW_VERIFY_UNFINISHED;
+		st->file_token = cur->ftoken;
+		st->file_token_known = 1;
+		snprintf(st->what, sizeof(st->what), "%s",
+		         verdict_words(st->verdict));
+		return FW_OK;
+	}
 	id = fw_identity_compare(cur, &fs, st->file_present);
 	if (id == FW_ID_SAME && deep &&
 	    fw_identity_check(t->dirfd, t->base, cur, &id) < 0)

@@ -38,7 +38,11 @@ FW_HIDDEN void fw_set_sys_result(struct fw_result *res, int err,
 FW_HIDDEN void fw_result_start(struct fw_result *res);
 /* Make RES agree with CODE on the way out of a public call: the code
    itself, a message for every failure, no errno or token left over. */
-FW_HIDDEN int fw_result_end(struct fw_result *res, int code);
+FW_HIDDEN void fw_result_finish(struct fw_result *res, int code);
+/* fw_result_finish, evaluating to CODE (evaluated once) where the reader
+   and a static analyser can see it. */
+#define fw_result_end(res, code) \
+	({ int fw_code_ = (code); fw_result_finish((res), fw_code_); fw_code_; })
 /* Add to RES's message (a second thing the caller must know). */
 FW_HIDDEN void fw_result_append(struct fw_result *res, const char *fmt, ...)
 	FW_PRINTF(2, 3);
@@ -61,6 +65,8 @@ struct target {
 	int fdirfd;                /* the fence's directory (may be dirfd) */
 	char fbase[NAME_MAX + 1];
 	char fshown[PATH_MAX];     /* the fence's path, for messages */
+	int fence_local;           /* set by fw_mount_check: the fence's
+	                              locks are a local kernel's, never lost */
 };
 
 /* Open FILE's directory (and the fence's, if elsewhere); FW_OK or a code. */
@@ -114,9 +120,10 @@ FW_HIDDEN int fw_mount_judge(const struct target *t,
                              struct fw_result *res);
 /* fw_mount_judge for the write path: FW_OK, FW_UNSAFE naming the reason,
    or another code. */
-FW_HIDDEN int fw_mount_check(const struct target *t,
-                             const struct fw_opts *opts,
+FW_HIDDEN int fw_mount_check(struct target *t, const struct fw_opts *opts,
                              struct fw_result *res);
+/* 1 if statfs type F_TYPE is a known local filesystem. */
+FW_HIDDEN int fw_fs_is_local(long f_type);
 
 /* ---- digest.c: XXH64 of FILE's content ------------------------------ */
 
@@ -135,7 +142,7 @@ FW_HIDDEN uint64_t fw_digest_final(const struct fw_digest *d);
 /* ---- fence_record.c: the fence file format --------------------------- */
 
 #define FW_SLOT_SIZE 512
-#define FW_FENCE_SIZE (2 * FW_SLOT_SIZE)
+#define FW_FENCE_SIZE 1024        /* two slots */
 #define FW_V1_FENCE_SIZE 512
 
 /* What a record says FILE is once its change is in place. */
@@ -192,11 +199,18 @@ FW_HIDDEN void fw_record_stamp(struct fw_record *rec, const char *op);
 
 /*
  * FW_OK if a fence whose state is ST (as fstat gave it for the locked
- * descriptor) may be believed by this process; FW_UNSAFE with a message
- * naming SHOWN, its owner, group and mode otherwise.
+ * descriptor FD, or -1), in the directory DIRFD, may be believed by this
+ * process; FW_UNSAFE with a message naming SHOWN (or its directory
+ * DSHOWN), the owner, group, mode or ACL entry at fault, otherwise.
  */
-FW_HIDDEN int fw_fence_trusted(const struct stat *st, const char *shown,
+FW_HIDDEN int fw_fence_trusted(int fd, const struct stat *st, int dirfd,
+                               const char *dshown, const char *shown,
                                struct fw_result *res);
+/* The directory rules alone, for a fence this process is to create. */
+FW_HIDDEN int fw_dir_trusted(int dirfd, const char *dshown, const char *shown,
+                             struct fw_result *res);
+/* 1 if GID is one of this process's groups, 0 if not, -1 (errno). */
+FW_HIDDEN int fw_in_group(gid_t gid);
 
 /* ---- identity.c: is FILE what a record says? -------------------------- */
 
@@ -285,6 +299,10 @@ FW_HIDDEN int fw_fence_advance(const struct target *t,
                                const struct fw_lock *lk,
                                const struct fw_fence *f,
                                struct fw_record *next, struct fw_result *res);
+/* Write REC again as the next record (REC->seq moves on), into the other
+   slot, so that both slots hold it. */
+FW_HIDDEN int fw_fence_seal(const struct target *t, const struct fw_lock *lk,
+                            struct fw_record *rec, struct fw_result *res);
 /* Create the fence with REC, atomically; 1 if it already exists. */
 FW_HIDDEN int fw_fence_create(const struct target *t,
                               const struct fw_record *rec,

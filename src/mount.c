@@ -847,10 +847,17 @@ int fw_mount_judge(const struct target *t, const struct fw_opts *opts,
  * on a shared one): there two hosts can both pass the check and the fence
  * can go backwards.
  */
-int fw_mount_check(const struct target *t, const struct fw_opts *opts,
+int fw_mount_check(struct target *t, const struct fw_opts *opts,
                    struct fw_result *res)
 {
 	struct fw_mount_info m;
+	int rc = fw_mount_judge(t, opts, 0, &m, res);
 
-	return fw_mount_judge(t, opts, 0, &m, res);
+	t->fence_local = rc == FW_OK && m.scope == FW_SCOPE_LOCAL;
+	return rc;
+}
+
+int fw_fs_is_local(long f_type)
+{
+	return local_magic((unsigned long)f_type) != NULL;
 }

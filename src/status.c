@@ -18,6 +18,7 @@ const char *fw_strerror(int code)
 	case FW_UNSAFE: return "fence missing, corrupt or unsafe";
 	case FW_LOCKED: return "lock not acquired in time";
 	case FW_SYSTEM: return "system or I/O error";
+	case FW_LOCK_LOST: return "lock lost during the commit";
 	default: return "unknown fencedwrite code";
 	}
 }
@@ -58,10 +59,10 @@ void fw_result_start(struct fw_result *res)
 		memset(res, 0, sizeof(*res));
 }
 
-int fw_result_end(struct fw_result *res, int code)
+void fw_result_finish(struct fw_result *res, int code)
 {
 	if (!res)
-		return code;
+		return;
 	res->code = code;
 	if (code == FW_OK)
 		res->message[0] = '\0';
@@ -72,7 +73,6 @@ int fw_result_end(struct fw_result *res, int code)
 		res->sys_errno = 0;
 	if (!res->fence_read)
 		res->fence_token = 0;
-	return code;
 }
 
 void fw_result_append(struct fw_result *res, const char *fmt, ...)

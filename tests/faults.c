@@ -28,6 +28,9 @@
  * fwt_fault_reads() the names of regular files opened read-only since then.
  * fwt_fault_fstype(T) makes fstatfs() report filesystem type T (0: the
  * real one), to take the paths the library reserves for NFS and others.
+ * fwt_fault_hook(call, N, fn) runs fn just before the Nth call of a kind
+ * (in-process), to make something happen at an exact step: another host
+ * writing the fence while this one believes it holds the lock.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -48,12 +51,16 @@ const char *fwt_fault_trace(void);
 const char *fwt_fault_reads(void);
 void fwt_fault_fstype(long type);
 int fwt_fault_fired(void);
+void fwt_fault_hook(const char *call, int nth, void (*fn)(void));
 
 static char armed[32];
 static int armed_nth, armed_err, seen, fired;
 static char names[4096];
 static char reads[4096];
 static long fake_fstype;
+static char hook_call[32];
+static int hook_nth, hook_seen;
+static void (*hook_fn)(void);
 
 static long crash_at = -1, calls;
 static int crash_err;   /* 0: SIGKILL */
@@ -92,6 +99,14 @@ const char *fwt_fault_reads(void)
 void fwt_fault_fstype(long type)
 {
 	fake_fstype = type;
+}
+
+void fwt_fault_hook(const char *call, int nth, void (*fn)(void))
+{
+	snprintf(hook_call, sizeof(hook_call), "%s", call ? call : "");
+	hook_nth = nth;
+	hook_seen = 0;
+	hook_fn = fn;
 }
 
 __attribute__((constructor)) static void from_env(void)
@@ -174,6 +189,13 @@ static int armed_fault(const char *call)
 static int fault(const char *call)
 {
 	size_t n = strlen(names);
+
+	if (hook_fn && strcmp(call, hook_call) == 0 && ++hook_seen == hook_nth) {
+		void (*fn)(void) = hook_fn;
+
+		hook_fn = NULL;   /* the hook's own calls must not re-enter */
+		fn();
+	}
 
 	if (++calls == crash_at) {
 		FILE *f;

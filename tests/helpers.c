@@ -332,3 +332,15 @@ void fwt_wait_for_waiter(const char *path)
 	}
 	fail_msg("nobody started waiting for the lock on %s", path);
 }
+
+void fwt_fit_mount_line(FILE *f, const char *dir, const char *point,
+                        const char *fstype, const char *source,
+                        const char *super)
+{
+	struct statx stx;
+
+	assert_int_equal(statx(AT_FDCWD, dir, 0, STATX_MNT_ID, &stx), 0);
+	fprintf(f, "%llu 1 %u:%u / %s rw,relatime - %s %s %s\n",
+	        (unsigned long long)stx.stx_mnt_id, stx.stx_dev_major,
+	        stx.stx_dev_minor, point, fstype, source, super);
+}

@@ -60,4 +60,15 @@ void fwt_unlock(struct fwt_holder *h);
 /* Block until some process waits for a lock on PATH's inode. */
 void fwt_wait_for_waiter(const char *path);
 
+/*
+ * Write to F a mountinfo line for the mount that DIR is on (its real mount
+ * id and device), as mounted on POINT with FSTYPE, SOURCE and SUPER
+ * options: the library consults a table it is given (--mountinfo), so a
+ * test can make the test directory look like NFS.
+ */
+#include <stdio.h>
+void fwt_fit_mount_line(FILE *f, const char *dir, const char *point,
+                        const char *fstype, const char *source,
+                        const char *super);
+
 #endif

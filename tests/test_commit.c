@@ -770,6 +770,63 @@ static void file_replaced_by_link_before_commit_fails_closed(void **state)
 }
 
 
+/* Flip one bit in slot SLOT's record of PATH's fence. */
+static void rot(const char *path, int slot)
+{
+	char name[64];
+	int fd;
+	unsigned char c;
+	off_t at = (off_t)slot * 512 + 60;
+
+	snprintf(name, sizeof(name), "%s.fence", path);
+	fd = open(name, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &c, 1, at), 1);
+	c ^= 1;
+	assert_int_equal(pwrite(fd, &c, 1, at), 1);
+	close(fd);
+}
+
+/*
+ * Records that leave FILE as it was (a claim, a delete of an absent FILE)
+ * are written into both slots: damage to either copy later leaves the
+ * other, and the token never falls back to the record before.
+ */
+static void damaged_record_that_left_file_alone_never_falls_back(
+	void **state)
+{
+	struct fw_fence_info info;
+	struct fw_result res;
+
+	(void)state;
+	for (int slot = 0; slot < 2; slot++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "c%d", slot);
+		assert_int_equal(commit(name, 10, "ten\n", &res), FW_OK);
+		assert_int_equal(fw_claim(name, 20, NULL, &res), FW_OK);
+		rot(name, slot);
+		assert_int_equal(fw_show(name, NULL, &info, &res), FW_OK);
+		assert_true(info.token == 20);
+		assert_int_equal(commit(name, 15, "stale\n", &res), FW_STALE);
+		fwt_assert_content(name, "ten\n");
+		snprintf(name, sizeof(name), "d%d", slot);
+		assert_int_equal(fw_delete(name, 50, NULL, &res), FW_OK);
+		rot(name, slot);
+		assert_int_equal(fw_show(name, NULL, &info, &res), FW_OK);
+		assert_true(info.token == 50);
+		assert_int_equal(commit(name, 7, "stale\n", &res), FW_STALE);
+		assert_null(fwt_slurp(name, NULL));
+	}
+	/* both copies damaged: corrupt, fails closed */
+	assert_int_equal(commit("e", 10, "ten\n", &res), FW_OK);
+	assert_int_equal(fw_claim("e", 20, NULL, &res), FW_OK);
+	rot("e", 0);
+	rot("e", 1);
+	assert_int_equal(fw_show("e", NULL, &info, &res), FW_UNSAFE);
+	assert_int_equal(commit("e", 15, "stale\n", &res), FW_UNSAFE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -783,6 +840,7 @@ int main(void)
 		T(corrupt_or_truncated_fence_fails_closed),
 		T(torn_record_before_rename_reads_as_previous_and_heals),
 		T(damaged_newest_record_fails_closed),
+		T(damaged_record_that_left_file_alone_never_falls_back),
 		T(symlinks_are_never_followed),
 		T(non_regular_file_fails_closed),
 		T(replaced_file_keeps_mode_new_file_gets_umask),

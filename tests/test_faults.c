@@ -16,11 +16,13 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "internal.h"
 
 static void (*arm)(const char *call, int nth, int err);
 static const char *(*trace)(void);
 static const char *(*reads)(void);
 static void (*fstype)(long type);
+static void (*hook)(const char *call, int nth, void (*fn)(void));
 
 static int load_shim(void **state)
 {
@@ -30,7 +32,9 @@ static int load_shim(void **state)
 	trace = (const char *(*)(void))dlsym(RTLD_DEFAULT, "fwt_fault_trace");
 	reads = (const char *(*)(void))dlsym(RTLD_DEFAULT, "fwt_fault_reads");
 	fstype = (void (*)(long))dlsym(RTLD_DEFAULT, "fwt_fault_fstype");
-	if (!arm || !trace || !reads || !fstype)
+	hook = (void (*)(const char *, int, void (*)(void)))
+	       dlsym(RTLD_DEFAULT, "fwt_fault_hook");
+	if (!arm || !trace || !reads || !fstype || !hook)
 		fail_msg("faults.so is not preloaded: run through make check");
 	return 0;
 }
@@ -378,6 +382,30 @@ static void unfinished_change_is_finished_by_retrying_its_token(
 	assert_int_equal(st.verdict, FW_VERIFY_UNFINISHED);
 	assert_true(st.file_token_known && st.file_token == 6);
 	assert_non_null(strstr(res.message, "unfinished"));
+	/* the record of a change that never landed is kept in both slots:
+	   damage to one copy does not bring token 6 back */
+	{
+		int fd = open("f.fence", O_RDWR);
+		unsigned char c;
+
+		assert_true(fd >= 0);
+		for (off_t at = 60; at < 1024; at += 512) {
+			assert_int_equal(pread(fd, &c, 1, at), 1);
+			c ^= 1;
+			assert_int_equal(pwrite(fd, &c, 1, at), 1);
+			{
+				struct fw_fence_info info;
+				int rc = fw_show("f", NULL, &info, &res);
+
+				/* 7, or fails closed; never 6 again */
+				assert_true(rc == FW_UNSAFE ||
+				            (rc == FW_OK && info.token == 7));
+			}
+			c ^= 1;
+			assert_int_equal(pwrite(fd, &c, 1, at), 1);
+		}
+		close(fd);
+	}
 	/* an older token is still stale; the same one finishes it */
 	assert_int_equal(commit(6, "six?", &res), FW_STALE);
 	assert_int_equal(commit(7, "seven", &res), FW_OK);
@@ -395,6 +423,95 @@ static void unfinished_change_is_finished_by_retrying_its_token(
 	assert_int_equal(fwt_count_tmp("."), 0);
 }
 
+/* Another host, which got the lock after ours lapsed, records a newer
+   token (ours + 10) in the fence. */
+static void another_host_takes_over(void)
+{
+	char image[FW_FENCE_SIZE + 1], slot[FW_SLOT_SIZE], why[160];
+	struct fw_record next;
+	struct fw_fence f;
+	int fd = open("f.fence", O_RDWR);
+	ssize_t n;
+
+	assert_true(fd >= 0);
+	n = pread(fd, image, sizeof(image), 0);
+	assert_int_equal(fw_record_parse(image, (size_t)n, &f, why,
+	                                 sizeof(why)), 0);
+	next = f.cur;
+	next.seq = fw_record_next_seq(&f);
+	next.token = f.cur.token + 10;
+	next.pid = 1;
+	fw_record_format(&next, slot);
+	assert_int_equal(pwrite(fd, slot, sizeof(slot),
+	                        fw_record_offset(next.seq)),
+	                 (ssize_t)sizeof(slot));
+	close(fd);
+}
+
+/* Commit DATA under TOKEN on "NFS" with the takeover at the Nth CALL. */
+static int commit_losing_lock(const struct fw_opts *opts, const char *call,
+                              int nth, uint64_t token, const char *data,
+                              struct fw_result *res)
+{
+	struct fw_txn *txn;
+
+	assert_int_equal(fw_txn_begin(&txn, "f", opts, res), FW_OK);
+	assert_int_equal(fw_txn_write(txn, data, strlen(data), res), FW_OK);
+	hook(call, nth, another_host_takes_over);
+	return fw_txn_commit(txn, token, res);
+}
+
+/*
+ * An NFSv4 lock is a lease, lost silently by a client frozen past it.  A
+ * writer whose fence changed under its lock never reports success: before
+ * its record is written and before the rename it gives up leaving FILE
+ * alone; after the rename it says FILE may hold superseded content.
+ */
+static void lost_lock_is_never_reported_as_success(void **state)
+{
+	struct fw_result res;
+	struct fw_opts opts;
+	FILE *mi = fopen("nfs.mi", "w");
+
+	(void)state;
+	assert_non_null(mi);
+	fwt_fit_mount_line(mi, ".", "/shared", "nfs4", "fileserver:/export",
+	                   "rw,vers=4.2,local_lock=none");
+	fclose(mi);
+	fw_opts_init(&opts);
+	opts.mountinfo = "nfs.mi";
+	assert_int_equal(fw_commit_buffer("f", 1, "one", 3, &opts, &res),
+	                 FW_OK);
+	/* after the lock's read, before our record (2nd fcntl: F_GETFL) */
+	assert_int_equal(commit_losing_lock(&opts, "fcntl", 2, 2, "two", &res),
+	                 FW_LOCK_LOST);
+	assert_non_null(strstr(res.message, "before this change was recorded"));
+	fwt_assert_content("f", "one");
+	assert_true(fwt_fence_token("f") == 11);
+	/* after our record, before the rename */
+	assert_int_equal(commit_losing_lock(&opts, "fdatasync", 1, 12, "12",
+	                                    &res), FW_LOCK_LOST);
+	assert_non_null(strstr(res.message, "before the rename"));
+	fwt_assert_content("f", "one");
+	assert_true(fwt_fence_token("f") == 22);
+	/* at the rename: it lands, and the exit says what that means */
+	assert_int_equal(commit_losing_lock(&opts, "renameat", 1, 23, "23",
+	                                    &res), FW_LOCK_LOST);
+	assert_non_null(strstr(res.message, "superseded content (token 23)"));
+	fwt_assert_content("f", "23");
+	assert_true(fwt_fence_token("f") == 33);
+	/* and a claim */
+	hook("fdatasync", 1, another_host_takes_over);
+	assert_int_equal(fw_claim("f", 34, &opts, &res), FW_LOCK_LOST);
+	assert_true(fwt_fence_token("f") == 44);
+	hook(NULL, 0, NULL);
+	assert_int_equal(fwt_count_tmp("."), 0);
+	/* On a local filesystem the durable order is unchanged. */
+	arm(NULL, 0, 0);
+	assert_int_equal(commit(45, "45", &res), FW_OK);
+	assert_string_equal(trace(), "fsync pwrite fdatasync renameat fsync");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -408,6 +525,7 @@ int main(void)
 		T(old_file_is_held_open_on_local_disks_only),
 		T(leftover_temporary_file_is_reported),
 		T(unfinished_change_is_finished_by_retrying_its_token),
+		T(lost_lock_is_never_reported_as_success),
 	};
 	return cmocka_run_group_tests_name("faults", tests, load_shim, NULL);
 }

@@ -501,6 +501,195 @@ static void unprivileged_owner_keeps_set_id_bits(void **state)
 	assert_int_equal(fwt_count_tmp("own"), 0);
 }
 
+/*
+ * Whoever may rename or remove names in the fence's directory can take the
+ * fence away (the next write creates a new one at 0) or put another in its
+ * place.  Writes are refused in a directory that users not trusted may
+ * change: writable by others without the sticky bit, writable by a group
+ * the writer is not in, or owned by someone else.
+ */
+static void fence_directory_others_may_change_is_refused(void **state)
+{
+	char *err;
+
+	(void)state;
+	need_root();
+	assert_int_equal(chmod(".", 0755), 0);
+	/* writable by everyone, no sticky bit: the attacker would delete
+	   FILE and fence and the next write would start again at 0 */
+	assert_int_equal(mkdir("drop", 0777), 0);
+	assert_int_equal(chown("drop", 0, VICTIM), 0);   /* the group is ours */
+	assert_int_equal(chmod("drop", 0777), 0);
+	REFUSED(run_as(VICTIM, "v10\n", &err, "-t", "10", "drop/report",
+	               (char *)NULL), 3, "drop");
+	assert_null(fwt_slurp("drop/report", NULL));
+	assert_null(fwt_slurp("drop/report.fence", NULL));
+	/* writable by a group the writer is not in */
+	assert_int_equal(mkdir("theirs", 0775), 0);
+	assert_int_equal(chown("theirs", VICTIM, ATTACKER), 0);
+	assert_int_equal(chmod("theirs", 0775), 0);
+	REFUSED(run_as(VICTIM, "v10\n", &err, "-t", "10", "theirs/report",
+	               (char *)NULL), 3, "theirs");
+	/* owned by another user, even sticky */
+	assert_int_equal(mkdir("owned", 01777), 0);
+	assert_int_equal(chmod("owned", 01777), 0);
+	assert_int_equal(chown("owned", ATTACKER, ATTACKER), 0);
+	REFUSED(run_as(VICTIM, "v10\n", &err, "-t", "10", "owned/report",
+	               (char *)NULL), 3, "owned");
+	/* a sticky directory of root's, as /tmp: fine */
+	assert_int_equal(mkdir("tmp", 01777), 0);
+	assert_int_equal(chmod("tmp", 01777), 0);
+	assert_int_equal(run_as(VICTIM, "v10\n", NULL, "-t", "10", "tmp/report",
+	                        (char *)NULL), 0);
+}
+
+/*
+ * In a setgid directory anyone who may create files there makes them of
+ * its group: a group-writable fence of the writer's group proves nothing
+ * there when others may create files, and is believed only from its owner.
+ */
+static void setgid_directory_open_to_others_voids_the_group_rule(
+	void **state)
+{
+	static const gid_t team[] = { TEAM };
+	char *err;
+
+	(void)state;
+	need_root();
+	assert_int_equal(chmod(".", 0755), 0);
+	assert_int_equal(mkdir("sg", 03777), 0);
+	assert_int_equal(chown("sg", 0, TEAM), 0);
+	assert_int_equal(chmod("sg", 03777), 0);
+	assert_int_equal(run_as(ATTACKER, NULL, NULL, "--init", "--mode",
+	                        "0664", "sg/report", (char *)NULL), 0);
+	/* its owner may make it group-writable whenever it likes */
+	assert_int_equal(chmod("sg/report.fence", 0664), 0);
+	assert_owner_group_mode("sg/report.fence", ATTACKER, TEAM, 0664);
+	REFUSED(run_as_mate(MATE_A, "good\n", NULL, &err, "-t", "100",
+	                    "sg/report", (char *)NULL), 3, "uid 65533");
+	assert_null(fwt_slurp("sg/report", NULL));
+	(void)team;
+}
+
+/* The POSIX ACL in the extended attribute PATH NAME: one named entry
+   TAG (0x02 user, 0x08 group) ID with PERM, and a mask of rw. */
+static int set_acl(const char *path, const char *name, uint16_t named_tag,
+                   uint32_t named_id)
+{
+	const uint16_t tags[6] = { 0x01, named_tag, 0x04, 0x10, 0x20 };
+	const uint16_t perms[6] = { 7, 6, 5, 7, 5 };
+	unsigned char buf[4 + 5 * 8];
+	uint32_t v = htole32(2);
+
+	memcpy(buf, &v, 4);
+	for (int i = 0; i < 5; i++) {
+		uint16_t tag = htole16(tags[i]), perm = htole16(perms[i]);
+		uint32_t id = htole32(tags[i] == named_tag ? named_id
+		                                           : UINT32_MAX);
+
+		memcpy(buf + 4 + 8 * i, &tag, 2);
+		memcpy(buf + 6 + 8 * i, &perm, 2);
+		memcpy(buf + 8 + 8 * i, &id, 4);
+	}
+	return setxattr(path, name, buf, sizeof(buf), 0);
+}
+
+/*
+ * An ACL can let a named user or group write the fence (or rename in its
+ * directory) without the mode saying so beyond the group bits.  New fences
+ * carry no ACL, whatever the directory's default ACL; a fence or directory
+ * whose ACL lets someone untrusted write is refused.
+ */
+static void acl_writers_must_be_trusted(void **state)
+{
+	char *err;
+
+	(void)state;
+	need_root();
+	assert_int_equal(chmod(".", 0755), 0);
+	assert_int_equal(mkdir("acl", 0755), 0);
+	assert_int_equal(chown("acl", VICTIM, VICTIM), 0);
+	if (set_acl("acl", "system.posix_acl_default", 0x02, ATTACKER) != 0) {
+		print_message("skipped: no ACLs here: %s\n", strerror(errno));
+		skip();
+	}
+	/* the default ACL would give ATTACKER write on the new fence */
+	assert_int_equal(run_as(VICTIM, "v100\n", NULL, "-t", "100",
+	                        "acl/report", (char *)NULL), 0);
+	assert_int_equal(getxattr("acl/report.fence", "system.posix_acl_access",
+	                          NULL, 0), -1);
+	assert_int_equal(run_as(VICTIM, "v101\n", NULL, "-t", "101",
+	                        "acl/report", (char *)NULL), 0);
+	/* an ACL added afterwards */
+	assert_int_equal(set_acl("acl/report.fence", "system.posix_acl_access",
+	                         0x02, ATTACKER), 0);
+	REFUSED(run_as(VICTIM, "v102\n", &err, "-t", "102", "acl/report",
+	               (char *)NULL), 3, "ACL");
+	assert_int_equal(removexattr("acl/report.fence",
+	                             "system.posix_acl_access"), 0);
+	assert_int_equal(chmod("acl/report.fence", 0644), 0);
+	/* the directory's own ACL letting ATTACKER rename in it */
+	assert_int_equal(set_acl("acl", "system.posix_acl_access", 0x02,
+	                         ATTACKER), 0);
+	REFUSED(run_as(VICTIM, "v103\n", &err, "-t", "103", "acl/report",
+	               (char *)NULL), 3, "ACL");
+	fwt_assert_content("acl/report", "v101\n");
+}
+
+/* A first write in a setgid directory of a group the writer is not in
+   must not make a fence that group may write, nor one it then refuses. */
+static void new_fence_is_group_writable_only_for_the_writers_group(
+	void **state)
+{
+	mode_t old;
+
+	(void)state;
+	need_root();
+	assert_int_equal(chmod(".", 0755), 0);
+	assert_int_equal(mkdir("foreign", 03777), 0);
+	assert_int_equal(chown("foreign", 0, ATTACKER), 0);
+	assert_int_equal(chmod("foreign", 03777), 0);
+	old = umask(002);
+	assert_int_equal(run_as(VICTIM, "one\n", NULL, "-t", "1", "foreign/f",
+	                        (char *)NULL), 0);
+	umask(old);
+	assert_owner_group_mode("foreign/f.fence", VICTIM, ATTACKER, 0644);
+	assert_int_equal(run_as(VICTIM, "two\n", NULL, "-t", "2", "foreign/f",
+	                        (char *)NULL), 0);
+}
+
+/*
+ * A set-id FILE's replacement is written while only its owner may write
+ * it: a group member writing into a group-writable temporary file would
+ * otherwise get its content made set-id (the kernel clears the bits on
+ * its write, and the commit would set them again).
+ */
+static void set_id_content_is_filled_behind_closed_doors(void **state)
+{
+	struct stat st;
+	char *out;
+
+	(void)state;
+	need_root();
+	assert_int_equal(chmod(".", 0755), 0);
+	assert_int_equal(mkdir("bin", 0755), 0);
+	assert_int_equal(fwt_run("v1\n", NULL, NULL, "-t", "1", "bin/tool",
+	                         (char *)NULL), 0);
+	/* a group-writable set-uid tool, as the attack needs */
+	assert_int_equal(chown("bin/tool", 0, TEAM), 0);
+	assert_int_equal(chmod("bin/tool", 04775), 0);
+	/* CMD prints the temporary file's mode while it is being filled */
+	assert_int_equal(fwt_run(NULL, NULL, NULL, "-t", "3", "bin/tool", "--",
+	                         "sh", "-c", "stat -c %a bin/.tool.fwtmp.*;"
+	                         " echo v3", (char *)NULL), 0);
+	out = fwt_slurp("bin/tool", NULL);
+	assert_non_null(out);
+	assert_string_equal(out, "600\nv3\n");
+	free(out);
+	assert_int_equal(stat("bin/tool", &st), 0);
+	assert_int_equal(st.st_mode & 07777, 04775);
+}
+
 /* A fence holds data: read and write bits only, never write for others. */
 static void new_fences_get_read_and_write_bits_only(void **state)
 {
@@ -544,8 +733,8 @@ static void permission_denied_at_each_level(void **state)
 	assert_int_equal(chmod("d/f.fence", 0666), 0);
 	REFUSED(run_as(VICTIM, "x\n", &err, "-t", "2", "d/f", (char *)NULL),
 	        5, "open(d/.f.fwtmp.XXXXXXXXXXXX): Permission denied");
-	/* directory writable, fence not */
-	assert_int_equal(chmod("d", 0777), 0);
+	/* directory writable (sticky, as a shared one must be), fence not */
+	assert_int_equal(chmod("d", 01777), 0);
 	assert_int_equal(chmod("d/f.fence", 0644), 0);
 	REFUSED(run_as(VICTIM, "x\n", &err, "-t", "2", "d/f", (char *)NULL),
 	        5, "Permission denied");
@@ -558,6 +747,7 @@ static void permission_denied_at_each_level(void **state)
 	   (the fence is the writer's own: a world-writable one is refused) */
 	assert_int_equal(chown("d/f.fence", VICTIM, VICTIM), 0);
 	assert_int_equal(chmod("d/f.fence", 0644), 0);
+	assert_int_equal(chown("d/f", VICTIM, VICTIM), 0);   /* sticky dir */
 	assert_int_equal(chmod("d/f", 0444), 0);
 	assert_int_equal(run_as(VICTIM, "x\n", NULL, "-t", "2", "d/f", (char *)NULL), 0);
 	fwt_assert_content("d/f", "x\n");
@@ -672,6 +862,11 @@ int main(void)
 		T(team_mates_take_turns_in_a_setgid_directory),
 		T(group_member_commit_keeps_file_group),
 		T(unprivileged_owner_keeps_set_id_bits),
+		T(fence_directory_others_may_change_is_refused),
+		T(setgid_directory_open_to_others_voids_the_group_rule),
+		T(acl_writers_must_be_trusted),
+		T(new_fence_is_group_writable_only_for_the_writers_group),
+		T(set_id_content_is_filled_behind_closed_doors),
 		T(new_fences_get_read_and_write_bits_only),
 		T(permission_denied_at_each_level),
 		T(read_only_filesystem_fails_with_5_and_changes_nothing),

@@ -144,19 +144,6 @@ static void device_fallback_takes_the_last_mount(void **state)
 	free(both);
 }
 
-/* A mount table line for the real mount of DIR, as FSTYPE from SOURCE
-   with SUPER options, mounted on POINT. */
-static void fit_line(FILE *f, const char *dir, const char *point,
-                     const char *fstype, const char *source,
-                     const char *super)
-{
-	struct statx stx;
-
-	assert_int_equal(statx(AT_FDCWD, dir, 0, STATX_MNT_ID, &stx), 0);
-	fprintf(f, "%llu 1 %u:%u / %s rw,relatime - %s %s %s\n",
-	        (unsigned long long)stx.stx_mnt_id, stx.stx_dev_major,
-	        stx.stx_dev_minor, point, fstype, source, super);
-}
 
 /* A mount table holding the test directory's own mount, as FSTYPE with
    SUPER options: the write path consults a table it is given. */
@@ -166,7 +153,7 @@ static void fake_table(const char *path, const char *fstype,
 	FILE *f = fopen(path, "w");
 
 	assert_non_null(f);
-	fit_line(f, ".", "/shared", fstype, "fileserver:/export", super);
+	fwt_fit_mount_line(f, ".", "/shared", fstype, "fileserver:/export", super);
 	fclose(f);
 }
 
@@ -298,9 +285,9 @@ static void local_fence_for_a_shared_file_is_refused(void **state)
 	unlink(other);
 	f = fopen("split.mi", "w");
 	assert_non_null(f);
-	fit_line(f, ".", "/shared", "nfs4", "fileserver:/export",
+	fwt_fit_mount_line(f, ".", "/shared", "nfs4", "fileserver:/export",
 	         "rw,vers=4.2,local_lock=none");
-	fit_line(f, "/dev/shm", "/dev/shm", "tmpfs", "tmpfs", "rw");
+	fwt_fit_mount_line(f, "/dev/shm", "/dev/shm", "tmpfs", "tmpfs", "rw");
 	fclose(f);
 	assert_int_equal(fwt_run("one\n", NULL, &err, "--mountinfo", "split.mi",
 	                         "--fence", fence, "-t", "1", "f", (char *)NULL),

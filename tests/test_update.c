@@ -128,7 +128,6 @@ static void appender(struct shared *sh, int appends, int lease)
 		struct fwh_op *op;
 		struct fw_result res;
 		struct fw_txn *txn;
-		char line[32];
 		int cur, rc;
 
 		if (flock(lease, LOCK_EX) < 0)
@@ -142,11 +141,13 @@ static void appender(struct shared *sh, int appends, int lease)
 			_exit(3);
 		rc = fw_update_begin(&txn, "log", token, NULL, &cur, &res);
 		if (rc == FW_OK) {
+			char line[32];
+
 			op->claimed = 1;
-			if (cur >= 0)
+			if (cur >= 0) {
 				rc = fw_txn_copy_fd(txn, cur, "log", &res);
-			if (cur >= 0)
 				close(cur);
+			}
 			snprintf(line, sizeof(line), "%llu\n",
 			         (unsigned long long)token);
 			if (rc == FW_OK)
