@@ -120,7 +120,6 @@ static int untrusted_acl_writer(int fd, uid_t also, char *who, size_t len)
 	for (ssize_t i = 4; i < n; i += 8) {
 		unsigned tag = le(buf + i, 2), perm = le(buf + i + 2, 2) & mask;
 		uint32_t id = le(buf + i + 4, 4);
-		int member;
 
 		if (!(perm & ACL_WRITE))
 			continue;
@@ -129,7 +128,8 @@ static int untrusted_acl_writer(int fd, uid_t also, char *who, size_t len)
 			return 1;
 		}
 		if (tag == ACL_GROUP) {
-			member = fw_in_group((gid_t)id);
+			int member = fw_in_group((gid_t)id);
+
 			if (member < 0)
 				return -1;
 			if (!member) {
