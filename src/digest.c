@@ -26,20 +26,29 @@ static uint64_t rotl(uint64_t x, int r)
 	return (x << r) | (x >> (64 - r));
 }
 
-/* Little-endian loads, whatever the host's order and alignment. */
+/* Little-endian loads, whatever the host's order and alignment: memcpy
+   becomes one load, which keeps the hash at memory speed (a byte loop
+   made a 1 GiB commit a third slower). */
 static uint64_t le64(const unsigned char *p)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
+	memcpy(&v, p, sizeof(v));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
 	return v;
 }
 
 static uint32_t le32(const unsigned char *p)
 {
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap32(v);
+#endif
+	return v;
 }
 
 static uint64_t round64(uint64_t acc, uint64_t input)
@@ -87,8 +96,21 @@ void fw_digest_update(struct fw_digest *d, const void *buf, size_t len)
 		stripe(d, d->buf);
 		d->fill = 0;
 	}
-	for (; len >= 32; p += 32, len -= 32)
-		stripe(d, p);
+	if (len >= 32) {
+		/* The four lanes in registers, not in *D, for the long run. */
+		uint64_t v0 = d->v[0], v1 = d->v[1], v2 = d->v[2], v3 = d->v[3];
+
+		for (; len >= 32; p += 32, len -= 32) {
+			v0 = round64(v0, le64(p));
+			v1 = round64(v1, le64(p + 8));
+			v2 = round64(v2, le64(p + 16));
+			v3 = round64(v3, le64(p + 24));
+		}
+		d->v[0] = v0;
+		d->v[1] = v1;
+		d->v[2] = v2;
+		d->v[3] = v3;
+	}
 	memcpy(d->buf, p, len);
 	d->fill = len;
 }
