@@ -1,71 +1,112 @@
 #!/bin/sh
 # Play the paused-holder story with the real command, narrating each step.
+# Every command shown is run exactly as printed: pasted into a shell, in an
+# empty directory with fencedwrite in PATH, it does the same.
 # usage: scripts/demo.sh [PATH-TO-fencedwrite]
 set -eu
 
 fw=${1:-fencedwrite}
-case $fw in */*) fw=$(cd "$(dirname "$fw")" && pwd)/$(basename "$fw") ;; esac
+case $fw in
+*/*) fw=$(cd "$(dirname "$fw")" && pwd)/$(basename "$fw") ;;
+*) fw=$(command -v "$fw") || { echo "demo: fencedwrite not found" >&2; exit 1; } ;;
+esac
 dir=$(mktemp -d "${TMPDIR:-/tmp}/fencedwrite-demo.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
-cd "$dir"
+# The commands are shown as a user types them: "fencedwrite", from PATH.
+mkdir "$dir/bin" "$dir/work"
+ln -s "$fw" "$dir/bin/fencedwrite"
+PATH=$dir/bin:$PATH
+cd "$dir/work"
 
 if [ -t 1 ]; then bold=$(printf '\033[1m'); plain=$(printf '\033[0m'); else bold=; plain=; fi
 say() { printf '\n%s%s%s\n' "$bold" "$*" "$plain"; }
-# Show the command as a user would type it, then run it.
+# Show the command line, then run that very line; its status is left in rc.
 run() {
-	shown=$*
-	[ "$1" = "$fw" ] && shown="fencedwrite${shown#"$fw"}"
-	printf '  $ %s\n' "$shown"
-	"$@" 2>&1
+	printf '  $ %s\n' "$1"
+	rc=0
+	eval "$1" 2>&1 || rc=$?
 }
-
-# Wait until process $1 is stopped (state T in /proc/PID/stat).
-wait_stopped() {
-	while :; do
-		state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
-		[ "$state" = T ] && return 0
-		[ -n "$state" ] || return 1
+# Wait until the fence of report.txt holds token $1 (a claim has landed).
+wait_fence() {
+	until [ "$(fencedwrite --show report.txt 2>/dev/null)" = "$1" ]; do
 		sleep 0.05
 	done
 }
+unexpected() {
+	echo "demo: unexpected outcome: $*" >&2
+	exit 1
+}
 
-say "A cron job on host A holds the lease; the lease store gave it token 7."
-say "A starts writing report.txt, then freezes mid-job (GC pause, SIGSTOP, slow disk)."
-printf '  $ fencedwrite -t 7 report.txt -- sh -c "echo report by A; kill -STOP $$; echo (A, late)" &\n'
-"$fw" -t 7 report.txt -- sh -c 'echo "report by A"; echo $$ > a.pid; kill -STOP $$; echo "(A, written late)"' &
+say "Yesterday's holder of the lease wrote report.txt under token 6."
+run 'echo "report of yesterday" | fencedwrite -t 6 report.txt'
+
+say "Host A's cron job gets the lease with token 7. It claims 7 before its producer starts."
+echo "  (The producer then hangs: a GC pause, a slow disk. Here it waits on the FIFO a.gate.)"
+run 'mkfifo a.gate b.gate'
+run 'fencedwrite -t 7 report.txt -- sh -c "echo report by A; read go < a.gate" &'
 a=$!
-while [ ! -s a.pid ]; do sleep 0.05; done
-wait_stopped "$(cat a.pid)"
-echo "  ... A's producer is stopped; its lease expires."
+wait_fence 7
+run 'fencedwrite --show report.txt'
 
-say "The lease store hands the lease to host B with token 8. B writes the report."
-echo "report by B" > b.out
-printf '  $ echo "report by B" | fencedwrite -t 8 report.txt\n'
-"$fw" -t 8 report.txt < b.out
-run cat report.txt
-run "$fw" --show report.txt
+say "A's lease expires. Host B gets it with token 8, and claims 8 as it starts."
+echo "  (B's producer takes a while too: it waits on b.gate.)"
+run 'fencedwrite -t 8 report.txt -- sh -c "read go < b.gate; echo report by B" &'
+b=$!
+wait_fence 8
+run 'fencedwrite --show report.txt'
 
-say "A wakes up, still believing it holds the lease, and tries to commit with token 7."
-kill -CONT "$(cat a.pid)"
+say "A wakes up, still believing it holds the lease. B has not finished, yet A is turned away:"
+run 'echo go > a.gate'
 set +e
-wait "$a" 2>&1
-rc=$?
+wait "$a"
+arc=$?
 set -e
-echo "  A's fencedwrite exited with status $rc (1 = stale token, nothing changed)."
+echo "  A's fencedwrite exited with status $arc (1 = stale token, nothing changed)."
+[ "$arc" -eq 1 ] || unexpected "A exited $arc"
+run 'cat report.txt'
 
-say "The file still holds B's report, and the fence still says 8."
-run cat report.txt
-run "$fw" --show --json report.txt
+say "B's producer finishes; B commits under token 8."
+run 'echo go > b.gate'
+set +e
+wait "$b"
+brc=$?
+set -e
+[ "$brc" -eq 0 ] || unexpected "B exited $brc"
+run 'cat report.txt'
+run 'fencedwrite --show --json report.txt'
 
 say "The fence is a small text file anyone can read at 3 a.m.:"
-run cut -c1-100 report.txt.fence
+run 'cut -c1-100 report.txt.fence'
+
+say "--verify: is report.txt exactly what the fence committed? (A cron check for every host.)"
+run 'fencedwrite --verify report.txt'
+echo "  exit $rc: as committed."
+[ "$rc" -eq 0 ] || unexpected "--verify exited $rc"
+
+say "Someone edits the file by hand, behind the fence's back. --verify catches it:"
+run 'echo "a line added by hand" >> report.txt'
+run 'fencedwrite --verify report.txt'
+echo "  exit $rc: failed closed."
+[ "$rc" -eq 3 ] || unexpected "--verify after the edit exited $rc"
 
 say "A newer holder (token 9) can still write; a stale one never can."
-printf '  $ echo "report by C" | fencedwrite -t 9 report.txt\n'
-echo "report by C" | "$fw" -t 9 report.txt
-run cat report.txt
-if [ "$rc" -ne 1 ] || [ "$(cat report.txt)" != "report by C" ]; then
-	echo "demo: unexpected outcome" >&2
-	exit 1
+run 'echo "report by C" | fencedwrite -t 9 report.txt'
+run 'fencedwrite --verify report.txt'
+[ "$rc" -eq 0 ] || unexpected "--verify after C exited $rc"
+
+say "--update: a counter incremented under the fence. The producer reads the current content on standard input."
+run 'echo 41 | fencedwrite -t 10 count'
+run "fencedwrite -t 11 --update count -- sh -c 'read n; echo \$((n + 1))'"
+run 'cat count'
+[ "$(cat count)" = 42 ] || unexpected "count is $(cat count)"
+
+say "A stale holder's increment is refused, never written over a newer one:"
+run "fencedwrite -t 10 --update count -- sh -c 'read n; echo \$((n + 1))'"
+stale=$rc
+echo "  exit $stale."
+run 'cat count'
+if [ "$stale" -ne 1 ] || [ "$(cat count)" != 42 ] ||
+    [ "$(cat report.txt)" != "report by C" ]; then
+	unexpected "stale update exited $stale"
 fi
-say "Done: the stale holder was turned away at the resource itself."
+say "Done: stale holders were turned away at the resource itself, from the moment a newer one claimed it."

@@ -182,10 +182,11 @@ static void stop_cmd_group(pid_t pid, int sig)
 
 /*
  * Start CMD as the leader of a process group of its own, so that a signal
- * can be passed on to everything it starts, with OUT as its standard
- * output.  0 or an errno value.
+ * can be passed on to everything it starts, with IN (unless -1: our own)
+ * as its standard input and OUT as its standard output.  0 or an errno
+ * value.
  */
-static int spawn_cmd(char **cmd, int out, pid_t *pid)
+static int spawn_cmd(char **cmd, int in, int out, pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -193,7 +194,10 @@ static int spawn_cmd(char **cmd, int out, pid_t *pid)
 
 	posix_spawn_file_actions_init(&fa);
 	posix_spawnattr_init(&at);
-	rc = posix_spawn_file_actions_adddup2(&fa, out, STDOUT_FILENO);
+	rc = in < 0 ? 0 : posix_spawn_file_actions_adddup2(&fa, in,
+	                                                   STDIN_FILENO);
+	if (rc == 0)
+		rc = posix_spawn_file_actions_adddup2(&fa, out, STDOUT_FILENO);
 	if (rc == 0)
 		rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
 	if (rc == 0)
@@ -246,13 +250,15 @@ static int reap_cmd(pid_t pid, const char *name)
 }
 
 /*
- * Run CMD with its standard output going through a pipe into the
- * transaction, until end of file, as $(...) captures it.  The temporary
- * file itself is never handed to CMD: a background child of CMD could
- * otherwise write into FILE after the commit.  FW_OK, EXIT_CMD_FAILED,
- * another code with RES filled, or -1 when a signal came.
+ * Run CMD, its standard input IN (-1: ours), with its standard output
+ * going through a pipe into the transaction, until end of file, as $(...)
+ * captures it.  The temporary file itself is never handed to CMD: a
+ * background child of CMD could otherwise write into FILE after the
+ * commit.  FW_OK, EXIT_CMD_FAILED, another code with RES filled, or -1
+ * when a signal came.
  */
-static int run_cmd(struct fw_txn *txn, char **cmd, struct fw_result *res)
+static int run_cmd(struct fw_txn *txn, char **cmd, int in,
+                   struct fw_result *res)
 {
 	char name[64];
 	int pfd[2], rc;
@@ -263,7 +269,7 @@ static int run_cmd(struct fw_txn *txn, char **cmd, struct fw_result *res)
 		         "output of %.40s): %s", cmd[0], strerror(errno));
 		return FW_SYSTEM;
 	}
-	rc = spawn_cmd(cmd, pfd[1], &pid);
+	rc = spawn_cmd(cmd, in, pfd[1], &pid);
 	close(pfd[1]);   /* CMD's group must hold the only write ends */
 	if (rc != 0) {
 		close(pfd[0]);
@@ -307,22 +313,139 @@ static int stdin_is_dev_null(void)
 	       major(st.st_rdev) == 1 && minor(st.st_rdev) == 3;
 }
 
+/*
+ * End a transaction that will not be committed.  Its failure (a temporary
+ * file left behind) is said after the one that ended the write, whose
+ * exit code stands.
+ */
+static int give_up(struct fw_txn *txn, int rc, struct fw_result *res)
+{
+	struct fw_result rb;
+
+	if (fw_txn_rollback(txn, &rb) != FW_OK) {
+		if (res->message[0] && rc >= 0)
+			fprintf(stderr, PROG ": %s\n", res->message);
+		fprintf(stderr, PROG ": %s\n", rb.message);
+		res->message[0] = '\0';
+	}
+	return rc < 0 ? FW_SYSTEM : rc;
+}
+
+/* The new content from standard input or CMD (its input CMD_IN), then
+   the commit under the token. */
+static int fill_and_commit(struct cli *c, struct fw_txn *txn, int cmd_in,
+                           struct fw_result *res)
+{
+	int rc;
+
+	if (c->cmd)
+		rc = run_cmd(txn, c->cmd, cmd_in, res);
+	else
+		rc = fw_txn_copy_fd(txn, STDIN_FILENO, "standard input", res);
+	if (rc != FW_OK)
+		return give_up(txn, rc, res);
+	return fw_txn_commit(txn, c->token, res);
+}
+
 static int do_write(struct cli *c, struct fw_result *res)
 {
 	struct fw_txn *txn;
-	int rc = fw_txn_begin(&txn, c->file, &c->opts, res);
+	int rc;
 
+	/*
+	 * Claim before CMD starts: a holder paused past its lease is turned
+	 * away from the moment this one takes over, not only once CMD has
+	 * finished, which may be long after the paused one woke up; and a
+	 * stale holder does not run CMD at all.
+	 */
+	if (c->cmd && !c->no_claim) {
+		rc = fw_claim(c->file, c->token, &c->opts, res);
+		if (rc != FW_OK)
+			return rc;
+	}
+	rc = fw_txn_begin(&txn, c->file, &c->opts, res);
 	if (rc != FW_OK)
 		return rc;
-	if (c->cmd)
-		rc = run_cmd(txn, c->cmd, res);
-	else
-		rc = fw_txn_copy_fd(txn, STDIN_FILENO, "standard input", res);
-	if (rc != FW_OK) {
-		fw_txn_abort(txn);
-		return rc < 0 ? FW_SYSTEM : rc;
+	return fill_and_commit(c, txn, -1, res);
+}
+
+/*
+ * --update and --append: the claim and the version it covers come from
+ * fw_update_begin; a newer token that claims or commits meanwhile makes
+ * the commit stale, so nothing it wrote is lost.
+ */
+static int do_update(struct cli *c, struct fw_result *res)
+{
+	struct fw_txn *txn;
+	int current, in, rc;
+
+	rc = fw_update_begin(&txn, c->file, c->token, &c->opts, &current, res);
+	if (rc != FW_OK)
+		return rc;
+	if (c->action == APPEND) {
+		rc = current < 0 ? FW_OK
+		     : fw_txn_copy_fd(txn, current, c->file, res);
+		if (current >= 0)
+			close(current);
+		return rc != FW_OK ? give_up(txn, rc, res)
+		                   : fill_and_commit(c, txn, -1, res);
 	}
-	return fw_txn_commit(txn, c->token, res);
+	/* An absent FILE is empty input, not ours (which may be a terminal). */
+	in = current >= 0 ? current : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (in < 0) {
+		snprintf(res->message, sizeof(res->message), "open(/dev/null): "
+		         "%s", strerror(errno));
+		return give_up(txn, FW_SYSTEM, res);
+	}
+	rc = fill_and_commit(c, txn, in, res);
+	close(in);
+	return rc;
+}
+
+/* PATH gets TOKEN in decimal and a newline. */
+static int write_token_file(const char *path, uint64_t token,
+                            struct fw_result *res)
+{
+	char line[32];
+	int n = snprintf(line, sizeof(line), "%llu\n", (unsigned long long)token);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY,
+	              0666);
+	const char *call = "open";
+	int err = errno;
+
+	if (fd >= 0) {
+		ssize_t w = write(fd, line, (size_t)n);
+
+		err = w < 0 ? errno : EIO;   /* a short write sets no errno */
+		call = w == n ? NULL : "write";
+		if (close(fd) < 0 && !call) {
+			err = errno;
+			call = "close";
+		}
+		if (!call)
+			return FW_OK;
+	}
+	snprintf(res->message, sizeof(res->message), "%s(%s): %s", call, path,
+	         strerror(err));
+	return FW_SYSTEM;
+}
+
+/*
+ * --read: the library copies one whole version to standard output, or
+ * nothing.  With --token-file, the token comes from the same attempt as
+ * the bytes, so it names exactly what was printed.
+ */
+static int do_read(struct cli *c, struct fw_result *res)
+{
+	uint64_t token = 0;
+	int rc;
+
+	if (!c->token_file)
+		return fw_read(c->file, STDOUT_FILENO, &c->opts, res);
+	rc = fw_read_version(c->file, STDOUT_FILENO, &c->opts, &token, res);
+	if (rc != FW_OK)
+		return rc;
+	return write_token_file(c->token_file, token, res);
 }
 
 /* ---- JSON ------------------------------------------------------------ */
@@ -412,35 +535,85 @@ static void json_u64(const char *name, uint64_t v)
 	printf(",\"%s\":\"%llu\"", name, (unsigned long long)v);
 }
 
-static int do_show(struct cli *c, struct fw_result *res)
+static const char *verdict_name(int verdict)
 {
-	struct fw_fence_info info;
+	switch (verdict) {
+	case FW_VERIFY_SAME: return "same";
+	case FW_VERIFY_EDITED: return "edited";
+	case FW_VERIFY_REPLACED: return "replaced";
+	case FW_VERIFY_UNFINISHED: return "unfinished";
+	case FW_VERIFY_MISSING: return "missing";
+	default: return "unknown";
+	}
+}
+
+/* --show --json and --verify --json: the fence's newest record, and what
+   FILE is compared with it. */
+static void status_json(const struct cli *c, const struct fw_status *st)
+{
+	const struct fw_fence_info *info = &st->fence;
 	char when[32], fence[PATH_MAX + 8];
 	struct tm tm;
-	time_t t;
-	int rc = fw_show(c->file, &c->opts, &info, res);
+	time_t t = (time_t)info->time;
 
-	if (rc != FW_OK)
-		return rc;
-	if (!c->json) {
-		printf("%llu\n", (unsigned long long)info.token);
-		return FW_OK;
-	}
-	t = (time_t)info.time;
 	gmtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	snprintf(fence, sizeof(fence), "%s.fence", c->file);
 	printf("{\"file\":");
 	json_value("file", c->file);
 	json_field("fence", c->opts.fence_path ? c->opts.fence_path : fence);
-	json_u64("token", info.token);
-	json_u64("seq", info.seq);
-	json_field("op", info.op);
+	json_u64("token", info->token);
+	json_u64("seq", info->seq);
+	json_field("op", info->op);
 	json_field("time", when);
-	printf(",\"pid\":%ld", info.pid);
-	json_field("host", info.host);
+	printf(",\"pid\":%ld", info->pid);
+	json_field("host", info->host);
+	if (st->file_token_known)
+		json_u64("file_token", st->file_token);
+	else
+		printf(",\"file_token\":null");
+	json_field("verdict", verdict_name(st->verdict));
+	json_field("what", st->what);
 	printf("}\n");
-	return FW_OK;
+}
+
+static int do_show(struct cli *c, struct fw_result *res)
+{
+	struct fw_fence_info info;
+	struct fw_status st;
+	int rc;
+
+	if (c->json) {
+		/* fw_status, not fw_show: the same record, read under the
+		   same lock as the verdict (which does not read FILE). */
+		fw_status_init(&st);
+		rc = fw_status(c->file, &c->opts, &st, res);
+		if (rc == FW_OK)
+			status_json(c, &st);
+		return rc;
+	}
+	rc = fw_show(c->file, &c->opts, &info, res);
+	if (rc == FW_OK)
+		printf("%llu\n", (unsigned long long)info.token);
+	return rc;
+}
+
+/*
+ * --verify: exit 0 when FILE is what the fence committed, 3 with the
+ * library's message saying what differs.  Quiet on success, as a cron
+ * job's check should be; with --json the verdict is printed either way.
+ */
+static int do_verify(struct cli *c, struct fw_result *res)
+{
+	struct fw_status st;
+	int rc;
+
+	fw_status_init(&st);
+	rc = fw_verify(c->file, &c->opts, &st, res);
+	/* A verdict was reached when the fence was read: its op is set. */
+	if (c->json && (rc == FW_OK || rc == FW_UNSAFE) && st.fence.op[0])
+		status_json(c, &st);
+	return rc;
 }
 
 static const char *scope_name(int scope)
@@ -519,7 +692,8 @@ int main(int argc, char **argv)
 	catch_signals();
 	c.opts.cancel = &got_signal;
 
-	if (c.action == WRITE && !c.cmd && stdin_is_dev_null()) {
+	if ((c.action == WRITE || c.action == APPEND) && !c.cmd &&
+	    stdin_is_dev_null()) {
 		fprintf(stderr, PROG ": standard input is /dev/null, which would "
 		        "commit an empty %s; give the producer as -- CMD (under "
 		        "'etcdctl lock' commands read /dev/null), or pipe an "
@@ -528,9 +702,14 @@ int main(int argc, char **argv)
 	}
 	switch (c.action) {
 	case WRITE: rc = do_write(&c, &res); break;
+	case READ: rc = do_read(&c, &res); break;
+	case UPDATE:
+	case APPEND: rc = do_update(&c, &res); break;
+	case CLAIM: rc = fw_claim(c.file, c.token, &c.opts, &res); break;
 	case DELETE: rc = fw_delete(c.file, c.token, &c.opts, &res); break;
 	case CHECK: rc = fw_check(c.file, c.token, &c.opts, &res); break;
 	case SHOW: rc = do_show(&c, &res); break;
+	case VERIFY: rc = do_verify(&c, &res); break;
 	case INIT: rc = fw_init(c.file, c.token, &c.opts, &res); break;
 	case DOCTOR: rc = do_doctor(&c, &res); break;
 	case CLEAN:

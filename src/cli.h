@@ -9,7 +9,9 @@
 
 #define PROG "fencedwrite"
 
-enum action { WRITE, DELETE, CHECK, SHOW, INIT, CLEAN, DOCTOR };
+/* In the order of --help, the option table and the man page. */
+enum action { WRITE, READ, UPDATE, APPEND, CLAIM, DELETE, CHECK, SHOW,
+              VERIFY, INIT, CLEAN, DOCTOR };
 
 struct cli {
 	enum action action;
@@ -18,6 +20,8 @@ struct cli {
 	const char *token_env;      /* the variable token_text came from */
 	uint64_t token;             /* 0 only with --init */
 	int quiet, json;
+	int no_claim;               /* --no-claim: CMD runs before any claim */
+	const char *token_file;     /* --read: where the content's token goes */
 	const char *file;
 	char **cmd;                 /* NULL: content from standard input */
 	int stdin_closed;           /* set by the caller before parsing */

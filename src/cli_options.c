@@ -16,14 +16,21 @@ static void usage_line(FILE *out)
 {
 	fprintf(out,
 	        "Usage: " PROG " -t N [OPTIONS] FILE [-- CMD [ARG...]]\n"
+	        "       " PROG " --read [--token-file PATH] [OPTIONS] FILE\n"
+	        "       " PROG " --update -t N [OPTIONS] FILE -- CMD [ARG...]\n"
+	        "       " PROG " --append -t N [OPTIONS] FILE [-- CMD [ARG...]]\n"
+	        "       " PROG " --claim -t N [OPTIONS] FILE\n"
 	        "       " PROG " --delete -t N [OPTIONS] FILE\n"
 	        "       " PROG " --check -t N [OPTIONS] FILE\n"
 	        "       " PROG " --show [--json] [OPTIONS] FILE\n"
+	        "       " PROG " --verify [--json] [OPTIONS] FILE\n"
 	        "       " PROG " --init [-t N] [OPTIONS] FILE\n"
 	        "       " PROG " --clean [OPTIONS] FILE\n"
 	        "       " PROG " --doctor [--json] [OPTIONS] FILE\n");
 }
 
+/* The lines below follow the option table in fw_cli_parse, and the man
+   page follows both. */
 static void help(void)
 {
 	usage_line(stdout);
@@ -31,12 +38,22 @@ static void help(void)
 	      "Replace FILE with new content only if fencing token N is larger than\n"
 	      "every token accepted before, as recorded in FILE's fence (FILE.fence).\n"
 	      "The content comes from standard input, or from CMD's standard output\n"
-	      "when CMD is given (committed only if CMD exits 0).\n"
+	      "when CMD is given (committed only if CMD exits 0; N is claimed before\n"
+	      "CMD starts).\n"
 	      "\n"
 	      "Actions (default: write):\n"
+	      "      --read            print one whole version of FILE\n"
+	      "      --update          claim N, give CMD FILE's content on standard\n"
+	      "                        input, commit CMD's output unless a newer token\n"
+	      "                        claimed or committed meanwhile\n"
+	      "      --append          the same, appending standard input (or CMD's\n"
+	      "                        output) to FILE's content\n"
+	      "      --claim           advance the fence to N; FILE is not touched\n"
 	      "      --delete          remove FILE under the fence; the fence stays\n"
 	      "      --check           exit 0 if N would be accepted now, 1 if not\n"
 	      "      --show            print the fence's token\n"
+	      "      --verify          exit 0 if FILE is exactly what the fence\n"
+	      "                        committed, 3 saying what differs if not\n"
 	      "      --init            adopt an existing FILE: create its fence with\n"
 	      "                        token N (default 0)\n"
 	      "      --clean           remove temporary files of writers that died\n"
@@ -55,7 +72,10 @@ static void help(void)
 	      "      --allow-equal     accept a token equal to the fence's\n"
 	      "      --mode OCTAL      permission bits for FILE (default: keep FILE's,\n"
 	      "                        or 0666 & ~umask for a new FILE)\n"
-	      "      --json            with --show or --doctor: print JSON\n"
+	      "      --no-claim        with -- CMD: do not claim N before CMD starts\n"
+	      "      --token-file PATH with --read: write the token the printed\n"
+	      "                        content was committed under to PATH\n"
+	      "      --json            with --show, --verify or --doctor: print JSON\n"
 	      "      --local-locks-ok  write even where locks exclude only this host\n"
 	      "                        (NFS nolock, local_lock=posix|all): only if every\n"
 	      "                        writer runs on this host\n"
@@ -66,10 +86,12 @@ static void help(void)
 	      "  -V, --version         show the version and exit\n"
 	      "\n"
 	      "Exit status:\n"
-	      "  0  committed (with --check: N would be accepted)\n"
+	      "  0  done (with --check: N would be accepted; with --verify: FILE is\n"
+	      "     what the fence committed)\n"
 	      "  1  stale token: N is not larger than the fence's; nothing changed\n"
 	      "  2  usage error; nothing changed\n"
 	      "  3  fence missing, corrupt or unsafe: failed closed; nothing changed\n"
+	      "     (with --verify: FILE is not what the fence committed)\n"
 	      "  4  lock not acquired within -w/-n; nothing changed\n"
 	      "  5  system or I/O error; FILE holds its old or its new content\n"
 	      "  6  CMD failed or was killed; nothing committed\n"
@@ -180,12 +202,83 @@ static int set_action(struct cli *c, enum action a)
 	return 0;
 }
 
+/* What each action takes besides FILE. */
+static int needs_token(enum action a)
+{
+	return a == WRITE || a == UPDATE || a == APPEND || a == CLAIM ||
+	       a == DELETE || a == CHECK;
+}
+
+static int takes_token(enum action a)
+{
+	return needs_token(a) || a == INIT;
+}
+
+static int takes_cmd(enum action a)
+{
+	return a == WRITE || a == UPDATE || a == APPEND;
+}
+
+static int takes_json(enum action a)
+{
+	return a == SHOW || a == VERIFY || a == DOCTOR;
+}
+
+/* Content from standard input. */
+static int reads_stdin(const struct cli *c)
+{
+	return (c->action == WRITE || c->action == APPEND) && !c->cmd;
+}
+
+/* The combinations no action accepts; FW_OK or the error printed. */
+static int check_combination(const struct cli *c)
+{
+	if (c->cmd && !takes_cmd(c->action))
+		return usage_error("%s", "a CMD is only run when writing, with "
+		                   "--update or with --append");
+	if (c->action == UPDATE && !c->cmd)
+		return usage_error("%s", "--update needs a CMD: FILE -- CMD");
+	if (c->json && !takes_json(c->action))
+		return usage_error("%s", "--json goes with --show, --verify or "
+		                   "--doctor");
+	if (c->token_file && c->action != READ)
+		return usage_error("%s", "--token-file goes with --read");
+	if (c->no_claim && !(c->action == WRITE && c->cmd))
+		return usage_error("%s", "--no-claim goes with a write by "
+		                   "-- CMD");
+	if (!c->token_text && needs_token(c->action))
+		return usage_error("%s", "no token given: use -t N or "
+		                   "--token-env NAME");
+	if (c->token_text && c->token == 0 && c->action != INIT)
+		return bad_token(c);
+	if (c->token_text && !takes_token(c->action))
+		return usage_error("%s", "a token has no meaning with --read, "
+		                   "--show, --verify, --clean or --doctor");
+	if (reads_stdin(c) && c->stdin_closed)
+		return usage_error("%s", "standard input is closed: give the "
+		                   "content on standard input or as -- CMD");
+	return FW_OK;
+}
+
 int fw_cli_parse(struct cli *c, int argc, char **argv)
 {
-	enum { OPT_FENCE = 256, OPT_TOKEN_ENV, OPT_ALLOW_EQUAL, OPT_MODE, OPT_JSON,
-	       OPT_DELETE, OPT_CHECK, OPT_SHOW, OPT_INIT, OPT_CLEAN, OPT_DOCTOR,
-	       OPT_LOCAL_LOCKS_OK, OPT_MOUNTINFO };
+	/* An action's option is OPT_ACTION + its enum action. */
+	enum { OPT_ACTION = 256, OPT_TOKEN_ENV = OPT_ACTION + DOCTOR + 1,
+	       OPT_FENCE, OPT_ALLOW_EQUAL, OPT_MODE, OPT_NO_CLAIM,
+	       OPT_TOKEN_FILE, OPT_JSON, OPT_LOCAL_LOCKS_OK, OPT_MOUNTINFO };
+	/* In the order of --help and of the man page. */
 	static const struct option longopts[] = {
+		{ "read", no_argument, NULL, OPT_ACTION + READ },
+		{ "update", no_argument, NULL, OPT_ACTION + UPDATE },
+		{ "append", no_argument, NULL, OPT_ACTION + APPEND },
+		{ "claim", no_argument, NULL, OPT_ACTION + CLAIM },
+		{ "delete", no_argument, NULL, OPT_ACTION + DELETE },
+		{ "check", no_argument, NULL, OPT_ACTION + CHECK },
+		{ "show", no_argument, NULL, OPT_ACTION + SHOW },
+		{ "verify", no_argument, NULL, OPT_ACTION + VERIFY },
+		{ "init", no_argument, NULL, OPT_ACTION + INIT },
+		{ "clean", no_argument, NULL, OPT_ACTION + CLEAN },
+		{ "doctor", no_argument, NULL, OPT_ACTION + DOCTOR },
 		{ "token", required_argument, NULL, 't' },
 		{ "token-env", required_argument, NULL, OPT_TOKEN_ENV },
 		{ "fence", required_argument, NULL, OPT_FENCE },
@@ -193,16 +286,12 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 		{ "nonblock", no_argument, NULL, 'n' },
 		{ "allow-equal", no_argument, NULL, OPT_ALLOW_EQUAL },
 		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "no-claim", no_argument, NULL, OPT_NO_CLAIM },
+		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "local-locks-ok", no_argument, NULL, OPT_LOCAL_LOCKS_OK },
 		{ "mountinfo", required_argument, NULL, OPT_MOUNTINFO },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "delete", no_argument, NULL, OPT_DELETE },
-		{ "check", no_argument, NULL, OPT_CHECK },
-		{ "show", no_argument, NULL, OPT_SHOW },
-		{ "init", no_argument, NULL, OPT_INIT },
-		{ "clean", no_argument, NULL, OPT_CLEAN },
-		{ "doctor", no_argument, NULL, OPT_DOCTOR },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -212,6 +301,15 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 	optind = 0;   /* glibc: start afresh, also on a second call */
 	/* '+': options end at FILE, so CMD's own options are never ours. */
 	while ((ch = getopt_long(argc, argv, "+t:w:nqhV", longopts, NULL)) != -1) {
+		if (ch > OPT_ACTION && ch <= OPT_ACTION + DOCTOR) {
+			if (set_action(c, (enum action)(ch - OPT_ACTION)) < 0)
+				return usage_error("%s", "only one of --read, "
+				                   "--update, --append, --claim, "
+				                   "--delete, --check, --show, "
+				                   "--verify, --init, --clean, "
+				                   "--doctor may be given");
+			continue;
+		}
 		switch (ch) {
 		case 't':
 		case OPT_TOKEN_ENV:
@@ -242,25 +340,26 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 				                   "octal, e.g. 0644", optarg);
 			c->opts.flags |= FW_USE_MODE;
 			break;
+		case OPT_NO_CLAIM:
+			c->no_claim = 1;
+			break;
+		case OPT_TOKEN_FILE:
+			if (!*optarg)
+				return usage_error("%s", "--token-file needs a "
+				                   "path");
+			c->token_file = optarg;
+			break;
 		case OPT_JSON:
 			c->json = 1;
-			break;
-		case 'q':
-			c->quiet = 1;
-			break;
-		case OPT_DELETE: case OPT_CHECK: case OPT_SHOW: case OPT_INIT:
-		case OPT_CLEAN: case OPT_DOCTOR:
-			if (set_action(c, (enum action[]){ DELETE, CHECK, SHOW,
-			               INIT, CLEAN, DOCTOR }[ch - OPT_DELETE]) < 0)
-				return usage_error("%s", "only one of --delete, "
-				                   "--check, --show, --init, --clean, "
-				                   "--doctor may be given");
 			break;
 		case OPT_LOCAL_LOCKS_OK:
 			c->opts.flags |= FW_LOCAL_LOCKS_OK;
 			break;
 		case OPT_MOUNTINFO:
 			c->opts.mountinfo = optarg;
+			break;
+		case 'q':
+			c->quiet = 1;
 			break;
 		case 'h':
 			help();
@@ -281,27 +380,9 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 		if (strcmp(argv[optind + 1], "--") != 0)
 			return usage_error("unexpected argument '%s' after FILE "
 			                   "(put CMD after --)", argv[optind + 1]);
-		if (c->action != WRITE)
-			return usage_error("%s", "a CMD is only run when writing");
 		if (rest < 3)
 			return usage_error("%s", "no CMD after --");
 		c->cmd = argv + optind + 2;
 	}
-	if (c->json && c->action != SHOW && c->action != DOCTOR)
-		return usage_error("%s", "--json goes with --show or --doctor");
-	if (!c->token_text && (c->action == WRITE || c->action == DELETE ||
-	                       c->action == CHECK))
-		return usage_error("%s", "no token given: use -t N or "
-		                   "--token-env NAME");
-	if (c->token_text && c->token == 0 && c->action != INIT)
-		return bad_token(c);
-	if (c->token_text && (c->action == SHOW || c->action == CLEAN ||
-	                      c->action == DOCTOR))
-		return usage_error("%s", "a token has no meaning with --show, "
-		                   "--clean or --doctor");
-	if (c->action == WRITE && !c->cmd && c->stdin_closed)
-		return usage_error("%s", "standard input is closed: give the "
-		                   "content on standard input or as -- CMD");
-	return FW_OK;
+	return check_combination(c);
 }
-

@@ -5,7 +5,8 @@
 # end): tokens are real lock revisions, and the stale holder is a real
 # etcdctl whose whole process group is stopped until its lease expires.
 #
-#   1. the seed's story, ROUNDS times: host A takes the lock and starts
+#   1. the seed's story, ROUNDS times: host A takes the lock, claims its
+#      revision (the fence holds it while A produces) and starts
 #      producing; A is stopped (SIGSTOP of its process group) until its
 #      lease expires; B takes the lock with a higher revision and commits;
 #      A is resumed and its commit is rejected (exit 1); the file holds B's
@@ -84,6 +85,8 @@ seed_round() {
 	echo "$apid" >"$work/a$r.pgid"
 	wait_file a.ready || { bad "seed $r: A never got the lock"; return; }
 	kill -s STOP -- "-$apid"
+	# A claimed its revision as soon as it held the lock, before its CMD.
+	aclaim=$("$FW" --show report.txt 2>&1)
 	# B waits for A's lease to expire, then commits (bounded, so a lease
 	# that never expires fails the test instead of hanging it).
 	timeout 60 "$WRAP" -e "$E" -l "jobs/seed$r" -T 2 -- report.txt -- \
@@ -98,11 +101,12 @@ seed_round() {
 	fence=$("$FW" --show report.txt 2>&1)
 	content=$(cat report.txt 2>&1)
 	if [ "$brc" -eq 0 ] && [ "$arc" -eq 1 ] && [ "$arev" -lt "$brev" ] &&
+	    [ "$aclaim" = "$arev" ] &&
 	    [ "$fence" = "$brev" ] && [ "$content" = "content by B" ] &&
 	    grep -q "stale token $arev for report.txt: the fence holds $brev" a.out; then
-		ok "seed $r: A (rev $arev) stopped past its lease, B (rev $brev) committed, A rejected with exit 1"
+		ok "seed $r: A (rev $arev) claimed, stopped past its lease, B (rev $brev) committed, A rejected with exit 1"
 	else
-		bad "seed $r: A exit $arc rev $arev, B exit $brc rev $brev, fence '$fence', content '$content'"
+		bad "seed $r: A exit $arc rev $arev (fence while A ran: '$aclaim'), B exit $brc rev $brev, fence '$fence', content '$content'"
 		cat a.out b.out
 	fi
 }

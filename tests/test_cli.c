@@ -64,7 +64,7 @@ static void exit_1_stale_token_names_file_token_and_fence(void **state)
 
 static void exit_2_usage_errors_change_nothing(void **state)
 {
-	static const char *const bad[][6] = {
+	static const char *const bad[][8] = {
 		{ "f", NULL },                          /* no token */
 		{ "-t", "", "f", NULL },
 		{ "-t", "-1", "f", NULL },
@@ -86,15 +86,26 @@ static void exit_2_usage_errors_change_nothing(void **state)
 		{ "--show", "-t", "1", "f", NULL },
 		{ "--bogus", "f", NULL },
 		{ "--delete", "-t", "1", "f", "--", "true" },
+		{ "--update", "-t", "1", "f", NULL },   /* --update needs CMD */
+		{ "--claim", "f", NULL },                /* no token */
+		{ "--claim", "-t", "1", "f", "--", "true", NULL },
+		{ "--read", "-t", "1", "f", NULL },
+		{ "--verify", "-t", "1", "f", NULL },
+		{ "--read", "--json", "f", NULL },
+		{ "--read", "--verify", "f", NULL },
+		{ "--token-file", "t", "-t", "1", "f", NULL },
+		{ "--no-claim", "-t", "1", "f", NULL },  /* no CMD to claim for */
+		{ "--no-claim", "--update", "-t", "1", "f", "--", "true" },
+		{ "--read", "--token-file", "", "f", NULL },
 	};
-	char *argv[8], *err;
+	char *argv[10], *err;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int n = 0;
 
 		argv[n++] = (char *)"fencedwrite";
-		for (int k = 0; k < 6 && bad[i][k]; k++)
+		for (int k = 0; k < 8 && bad[i][k]; k++)
 			argv[n++] = (char *)bad[i][k];
 		argv[n] = NULL;
 		if (fwt_runv("x", NULL, &err, argv) != 2)
@@ -107,6 +118,7 @@ static void exit_2_usage_errors_change_nothing(void **state)
 	}
 	assert_null(fwt_slurp("f", NULL));
 	assert_null(fwt_slurp("f.fence", NULL));
+	assert_null(fwt_slurp("t", NULL));
 }
 
 static void exit_3_unfenced_corrupt_or_link(void **state)
@@ -345,18 +357,24 @@ static void mode_option_and_preserved_bits(void **state)
 static void help_and_version_document_every_option(void **state)
 {
 	static const char *opts[] = {
-		"--token", "--token-env", "--fence", "--timeout", "--nonblock", "--allow-equal",
-		"--mode", "--json", "--quiet", "--delete", "--check", "--show",
-		"--init", "--clean", "--doctor", "--local-locks-ok", "--mountinfo",
+		"--read", "--update", "--append", "--claim", "--delete",
+		"--check", "--show", "--verify", "--init", "--clean", "--doctor",
+		"--token", "--token-env", "--fence", "--timeout", "--nonblock",
+		"--allow-equal", "--mode", "--no-claim", "--token-file",
+		"--json", "--local-locks-ok", "--mountinfo", "--quiet",
 		"--help", "--version",
 	};
 	char *out;
 
 	(void)state;
 	assert_int_equal(RUN(NULL, &out, NULL, "--help"), 0);
-	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
-		if (!strstr(out, opts[i]))
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		char line[40];
+
+		snprintf(line, sizeof(line), " %s", opts[i]);
+		if (!strstr(out, line))
 			fail_msg("--help does not mention %s", opts[i]);
+	}
 	for (int code = 0; code <= 6; code++) {
 		char line[24];
 
@@ -736,6 +754,449 @@ static void json_is_valid_and_tokens_are_exact(void **state)
 	free(got);
 }
 
+/* ---- the actions over fw_read, fw_claim, fw_verify, fw_update_begin --- */
+
+/* The long option named first on each line of S that a STARTS line
+   begins, in order, each followed by a space. */
+static void long_names(const char *s, const char *const *starts,
+                       const char *dash, char *out, size_t size)
+{
+	out[0] = '\0';
+	for (const char *line = s; line && *line;) {
+		const char *end = strchr(line, '\n'), *p;
+
+		for (const char *const *st = starts; *st; st++) {
+			size_t n = strcspn(line, "\n");
+
+			if (strncmp(line, *st, strlen(*st)) != 0)
+				continue;
+			p = strstr(line, dash);
+			if (!p || p - line >= (long)n)
+				break;
+			p += strlen(dash);
+			n = strcspn(p, " \n");
+			if (strlen(out) + n + 2 < size) {
+				strncat(out, p, n);
+				strcat(out, " ");
+			}
+			break;
+		}
+		line = end ? end + 1 : NULL;
+	}
+}
+
+/* flock's habit: --help and the man page list the options in one order
+   (the parser's table follows the same order, see cli_options.c). */
+static void help_and_man_page_list_options_in_one_order(void **state)
+{
+	static const char *const help_lines[] = { "  -", "      --", NULL };
+	static const char *const man_lines[] = { ".It Fl", NULL };
+	char path[4096], help_order[1024], man_order[1024], *out, *man;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/../../man/fencedwrite.1",
+	         getenv("FWT_FIXTURES") ? getenv("FWT_FIXTURES") : ".");
+	man = fwt_slurp(path, NULL);
+	if (!man) {
+		print_message("skipped: no man page (FWT_FIXTURES unset)\n");
+		skip();
+	}
+	assert_int_equal(RUN(NULL, &out, NULL, "--help"), 0);
+	long_names(out, help_lines, "--", help_order, sizeof(help_order));
+	long_names(man, man_lines, "\\-", man_order, sizeof(man_order));
+	assert_string_equal(help_order, "read update append claim delete "
+	                    "check show verify init clean doctor token "
+	                    "token-env fence timeout nonblock allow-equal mode "
+	                    "no-claim token-file json local-locks-ok mountinfo "
+	                    "quiet help version ");
+	assert_string_equal(man_order, help_order);
+	free(out);
+	free(man);
+}
+
+/* Whatever a shell wrote before renaming NAME into place is there. */
+static void wait_for_file(const char *name)
+{
+	(void)read_pid_file(name);
+}
+
+/* Open the FIFO NAME for writing (its reader is waiting) and close it. */
+static void open_gate(const char *name)
+{
+	int fd = open(name, O_WRONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "go\n", 3), 3);
+	close(fd);
+}
+
+/*
+ * A write by -- CMD claims its token before CMD starts: a holder paused
+ * past its lease that wakes while the new holder's CMD still runs is
+ * turned away at once, and, stale, does not run its own CMD at all.
+ * Deterministic: the new holder's CMD waits on a FIFO the test opens.
+ */
+static void cmd_write_claims_first_zombie_turned_away_meanwhile(void **state)
+{
+	char *argv[] = { "fencedwrite", "-t", "8", "f", "--", "sh", "-c",
+	                 "echo $$ > p.t && mv p.t started; read x < gate; "
+	                 "echo by 8", NULL };
+	char *err, *err2, *during;
+	uint64_t fence;
+	int zombie_in, zombie_cmd;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(RUN("old\n", NULL, NULL, "-t", "5", "f"), 0);
+	assert_int_equal(mkfifo("gate", 0600), 0);
+	pid = fwt_spawn(NULL, argv);
+	wait_for_file("started");
+	/* Observed while CMD runs, asserted once it is let go, so that a
+	   failure leaves no process waiting on the FIFO. */
+	fence = fwt_fence_token("f");             /* claimed, CMD running */
+	zombie_in = RUN("by 7\n", NULL, &err, "-t", "7", "f");
+	zombie_cmd = RUN(NULL, NULL, &err2, "-t", "7", "f", "--", "touch",
+	                 "ran");
+	during = fwt_slurp("f", NULL);
+	open_gate("gate");
+	assert_int_equal(fwt_wait(pid), 0);
+	assert_true(fence == 8);
+	assert_int_equal(zombie_in, 1);
+	assert_one_message(err, "stale token 7 for f");
+	assert_int_equal(zombie_cmd, 1);
+	assert_one_message(err2, "stale token 7 for f");
+	free(err);
+	free(err2);
+	assert_null(fwt_slurp("ran", NULL));      /* a stale CMD never runs */
+	assert_string_equal(during, "old\n");
+	free(during);
+	fwt_assert_content("f", "by 8\n");
+	assert_true(fwt_fence_token("f") == 8);
+	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
+/* --no-claim: the old behaviour, the fence moves only at the commit, so
+   the paused holder's write still lands until then. */
+static void no_claim_lets_the_zombie_in_until_the_commit(void **state)
+{
+	char *argv[] = { "fencedwrite", "--no-claim", "-t", "8", "f", "--",
+	                 "sh", "-c", "echo $$ > p.t && mv p.t started; "
+	                 "read x < gate; echo by 8", NULL };
+	char *during;
+	uint64_t fence;
+	int zombie;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(RUN("old\n", NULL, NULL, "-t", "5", "f"), 0);
+	assert_int_equal(mkfifo("gate", 0600), 0);
+	pid = fwt_spawn(NULL, argv);
+	wait_for_file("started");
+	fence = fwt_fence_token("f");
+	zombie = RUN("by 7\n", NULL, NULL, "-t", "7", "f");
+	during = fwt_slurp("f", NULL);
+	open_gate("gate");
+	assert_int_equal(fwt_wait(pid), 0);
+	assert_true(fence == 5);
+	assert_int_equal(zombie, 0);
+	assert_string_equal(during, "by 7\n");
+	free(during);
+	fwt_assert_content("f", "by 8\n");
+	assert_true(fwt_fence_token("f") == 8);
+}
+
+static void claim_advances_the_fence_and_leaves_file_alone(void **state)
+{
+	char *err;
+
+	(void)state;
+	assert_int_equal(RUN("x\n", NULL, NULL, "-t", "1", "f"), 0);
+	assert_int_equal(RUN(NULL, NULL, NULL, "--claim", "-t", "5", "f"), 0);
+	fwt_assert_content("f", "x\n");
+	assert_true(fwt_fence_token("f") == 5);
+	assert_int_equal(RUN(NULL, NULL, NULL, "--claim", "-t", "5", "f"), 0);
+	assert_int_equal(RUN(NULL, NULL, &err, "--claim", "-t", "4", "f"), 1);
+	assert_one_message(err, "stale token 4 for f: the fence holds 5");
+	free(err);
+	assert_int_equal(RUN("old holder\n", NULL, NULL, "-t", "3", "f"), 1);
+	assert_int_equal(RUN("y\n", NULL, NULL, "-t", "5", "f"), 0);
+	fwt_assert_content("f", "y\n");
+	/* An absent FILE: the fence is created, FILE is not. */
+	assert_int_equal(RUN(NULL, NULL, NULL, "--claim", "-t", "6", "g"), 0);
+	assert_true(fwt_fence_token("g") == 6);
+	assert_null(fwt_slurp("g", NULL));
+	/* An unfenced FILE fails closed. */
+	fwt_spit("legacy", "l\n");
+	assert_int_equal(RUN(NULL, NULL, NULL, "--claim", "-t", "6", "legacy"),
+	                 3);
+	assert_null(fwt_slurp("legacy.fence", NULL));
+}
+
+/*
+ * --update: CMD gets FILE's content and its output is committed; a
+ * newer holder that commits while CMD runs wins, and the update is stale
+ * (exit 1) instead of overwriting it.  CMD blocks on a FIFO while the
+ * test commits the newer token.
+ */
+static void update_increments_and_loses_nothing_to_a_newer_holder(void **state)
+{
+	char *argv[] = { "fencedwrite", "-t", "4", "--update", "n", "--",
+	                 "sh", "-c", "read n; echo $$ > p.t && mv p.t started; "
+	                 "read x < gate; echo $((n + 1))", NULL };
+	uint64_t fence;
+	int newer;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(RUN("41\n", NULL, NULL, "-t", "1", "n"), 0);
+	assert_int_equal(RUN(NULL, NULL, NULL, "-t", "2", "--update", "n", "--",
+	                     "sh", "-c", "read n; echo $((n + 1))"), 0);
+	fwt_assert_content("n", "42\n");
+	assert_true(fwt_fence_token("n") == 2);
+	/* An absent FILE reads as empty; our own input is not CMD's. */
+	assert_int_equal(RUN("junk\n", NULL, NULL, "-t", "3", "--update", "new",
+	                     "--", "sh", "-c", "cat; echo first"), 0);
+	fwt_assert_content("new", "first\n");
+
+	assert_int_equal(mkfifo("gate", 0600), 0);
+	pid = fwt_spawn(NULL, argv);
+	wait_for_file("started");
+	fence = fwt_fence_token("n");              /* claimed */
+	newer = RUN("100\n", NULL, NULL, "-t", "5", "n");
+	open_gate("gate");
+	assert_int_equal(fwt_wait(pid), 1);
+	assert_true(fence == 4);
+	assert_int_equal(newer, 0);
+	fwt_assert_content("n", "100\n");
+	assert_true(fwt_fence_token("n") == 5);
+	assert_int_equal(fwt_count_tmp("."), 0);
+	assert_int_equal(RUN(NULL, NULL, NULL, "-t", "6", "--update", "n", "--",
+	                     "sh", "-c", "read n; echo $((n + 1))"), 0);
+	fwt_assert_content("n", "101\n");
+	/* A stale update does not run CMD. */
+	assert_int_equal(RUN(NULL, NULL, NULL, "-t", "6", "--update", "n", "--",
+	                     "touch", "ran"), 1);
+	assert_null(fwt_slurp("ran", NULL));
+	fwt_assert_content("n", "101\n");
+}
+
+static void append_from_stdin_and_from_cmd(void **state)
+{
+	char *err;
+
+	(void)state;
+	assert_int_equal(RUN("a\n", NULL, NULL, "-t", "1", "--append", "log"), 0);
+	fwt_assert_content("log", "a\n");
+	assert_int_equal(RUN("b\n", NULL, NULL, "-t", "2", "--append", "log"), 0);
+	fwt_assert_content("log", "a\nb\n");
+	assert_int_equal(RUN(NULL, NULL, NULL, "-t", "3", "--append", "log",
+	                     "--", "echo", "c"), 0);
+	fwt_assert_content("log", "a\nb\nc\n");
+	assert_true(fwt_fence_token("log") == 3);
+	assert_int_equal(RUN(NULL, NULL, &err, "-t", "4", "--append", "log"), 2);
+	assert_non_null(strstr(err, "standard input is /dev/null"));
+	free(err);
+	assert_int_equal(RUN("d\n", NULL, NULL, "-t", "3", "--append", "log"), 1);
+	assert_int_equal(RUN(NULL, NULL, NULL, "-t", "4", "--append", "log",
+	                     "--", "false"), 6);
+	fwt_assert_content("log", "a\nb\nc\n");
+	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
+static void read_prints_a_version_and_its_token(void **state)
+{
+	char *out, *err;
+
+	(void)state;
+	fwt_spit("plain", "not fenced\n");
+	assert_int_equal(RUN(NULL, &out, &err, "--read", "plain"), 0);
+	assert_string_equal(out, "not fenced\n");
+	assert_string_equal(err, "");
+	free(out);
+	free(err);
+	assert_int_equal(RUN("v3\n", NULL, NULL, "-t", "3", "f"), 0);
+	assert_int_equal(RUN(NULL, NULL, NULL, "--claim", "-t", "9", "f"), 0);
+	assert_int_equal(RUN(NULL, &out, NULL, "--read", "--token-file", "tok",
+	                     "f"), 0);
+	assert_string_equal(out, "v3\n");
+	free(out);
+	fwt_assert_content("tok", "3\n");   /* the commit's, not the claim's */
+	/* No fence to name a token: fails closed, prints nothing. */
+	assert_int_equal(RUN(NULL, &out, &err, "--read", "--token-file", "tok2",
+	                     "plain"), 3);
+	assert_string_equal(out, "");
+	assert_one_message(err, "plain");
+	free(out);
+	free(err);
+	assert_null(fwt_slurp("tok2", NULL));
+	assert_int_equal(RUN(NULL, &out, &err, "--read", "--token-file",
+	                     "nodir/tok", "f"), 5);
+	assert_one_message(err, "open(nodir/tok): No such file or directory");
+	free(out);
+	free(err);
+}
+
+/* Evaluate the Python expression EXPR over D, JSON parsed strictly from
+   TEXT (one line, UTF-8, no NaN). */
+static char *json_eval(const char *text, const char *expr)
+{
+	char cmd[1024], *buf = calloc(1, 4096);
+	size_t n;
+	FILE *p;
+
+	assert_non_null(strchr(text, '\n'));
+	assert_true(strchr(text, '\n')[1] == '\0');
+	fwt_spit("eval.json", text);
+	snprintf(cmd, sizeof(cmd), "python3 -c 'import json; "
+	         "d = json.loads(open(\"eval.json\", \"rb\").read()"
+	         ".decode(\"utf-8\"), parse_constant=int.__call__); "
+	         "print(json.dumps(%s))'", expr);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	n = fread(buf, 1, 4095, p);
+	buf[n] = '\0';
+	assert_int_equal(pclose(p), 0);
+	return buf;
+}
+
+static void need_python(void)
+{
+	if (system("python3 -c '' 2>/dev/null") != 0) {
+		print_message("skipped: python3 is not installed\n");
+		skip();
+	}
+}
+
+/* Replace NAME behind the fence's back: another inode. */
+static void replace_by_hand(const char *name, const char *data)
+{
+	fwt_spit("by-hand.t", data);
+	assert_int_equal(rename("by-hand.t", name), 0);
+}
+
+static void verify_says_what_differs(void **state)
+{
+	char *out, *err, *got;
+	int fd;
+
+	(void)state;
+	need_python();
+	assert_int_equal(RUN("good\n", NULL, NULL, "-t", "1", "f"), 0);
+	assert_int_equal(RUN(NULL, &out, &err, "--verify", "f"), 0);
+	assert_string_equal(out, "");
+	assert_string_equal(err, "");
+	free(out);
+	free(err);
+	assert_int_equal(RUN(NULL, &out, NULL, "--verify", "--json", "f"), 0);
+	got = json_eval(out, "[d[\"token\"], d[\"file_token\"], d[\"verdict\"]]");
+	assert_string_equal(got, "[\"1\", \"1\", \"same\"]\n");
+	free(got);
+	free(out);
+	/* Edited in place: the same inode and size, other bytes. */
+	fd = open("f", O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "evil\n", 5), 5);
+	close(fd);
+	assert_int_equal(RUN(NULL, NULL, &err, "--verify", "f"), 3);
+	assert_one_message(err, "edited");
+	free(err);
+	assert_int_equal(RUN(NULL, &out, &err, "--verify", "--json", "f"), 3);
+	got = json_eval(out, "[d[\"token\"], d[\"file_token\"], d[\"verdict\"]]");
+	assert_string_equal(got, "[\"1\", null, \"edited\"]\n");
+	free(got);
+	free(out);
+	free(err);
+	assert_int_equal(RUN("good 2\n", NULL, NULL, "-t", "2", "f"), 0);
+	replace_by_hand("f", "forged\n");
+	assert_int_equal(RUN(NULL, NULL, &err, "--verify", "f"), 3);
+	assert_one_message(err, "replaced");
+	free(err);
+	assert_int_equal(unlink("f"), 0);
+	assert_int_equal(RUN(NULL, NULL, &err, "--verify", "f"), 3);
+	assert_one_message(err, "missing");
+	free(err);
+	/* No fence: nothing to verify against, and no JSON. */
+	fwt_spit("plain", "p\n");
+	assert_int_equal(RUN(NULL, &out, &err, "--verify", "--json", "plain"),
+	                 3);
+	assert_string_equal(out, "");
+	assert_one_message(err, "plain");
+	free(out);
+	free(err);
+}
+
+/* --show --json gives the token of FILE's content beside the fence's,
+   and the verdict; plain --show still prints the fence's token alone. */
+static void show_json_reports_file_token_and_verdict(void **state)
+{
+	char *out, *got;
+
+	(void)state;
+	need_python();
+	assert_int_equal(RUN("v\n", NULL, NULL, "-t", "3", "f"), 0);
+	assert_int_equal(RUN(NULL, NULL, NULL, "--claim", "-t", "9", "f"), 0);
+	assert_int_equal(RUN(NULL, &out, NULL, "--show", "f"), 0);
+	assert_string_equal(out, "9\n");
+	free(out);
+	assert_int_equal(RUN(NULL, &out, NULL, "--show", "--json", "f"), 0);
+	got = json_eval(out, "[d[\"token\"], d[\"op\"], d[\"file_token\"], "
+	                "d[\"verdict\"]]");
+	assert_string_equal(got, "[\"9\", \"claim\", \"3\", \"same\"]\n");
+	free(got);
+	free(out);
+	replace_by_hand("f", "forged\n");
+	assert_int_equal(RUN(NULL, &out, NULL, "--show", "--json", "f"), 0);
+	got = json_eval(out, "[d[\"token\"], d[\"file_token\"], d[\"verdict\"]]");
+	assert_string_equal(got, "[\"9\", null, \"replaced\"]\n");
+	free(got);
+	free(out);
+}
+
+/*
+ * A failed CMD rolls the transaction back; if its temporary file cannot
+ * be removed, the command says so (and how to clean it) as well as why
+ * it failed, and keeps CMD's exit code.  The removal is made to fail by
+ * tests/faults.c (unlinkat fails with EIO).
+ */
+static void failed_cmd_reports_a_temporary_file_left_behind(void **state)
+{
+	char shim[4096], *err;
+	const char *bin = getenv("FW_BIN");
+	const char *slash = bin ? strrchr(bin, '/') : NULL;
+
+	(void)state;
+	if (getenv("FWT_UNDER_VALGRIND") || !slash) {
+		print_message("skipped: the fault shim is not preloaded under "
+		              "valgrind\n");
+		skip();
+	}
+	snprintf(shim, sizeof(shim), "%.*s/tests/faults.so",
+	         (int)(slash - bin), bin);
+	if (access(shim, R_OK) != 0) {
+		print_message("skipped: no %s\n", shim);
+		skip();
+	}
+	/* The fence exists: the only unlinkat left is the rollback's. */
+	assert_int_equal(RUN("v1\n", NULL, NULL, "-t", "1", "f"), 0);
+	setenv("LD_PRELOAD", shim, 1);
+	setenv("FWT_FAULT", "unlinkat:1:5", 1);
+	setenv("ASAN_OPTIONS", "verify_asan_link_order=0", 1);
+	assert_int_equal(RUN(NULL, NULL, &err, "-t", "2", "f", "--", "sh",
+	                     "-c", "echo part; exit 3"), 6);
+	unsetenv("LD_PRELOAD");
+	unsetenv("FWT_FAULT");
+	assert_true(strncmp(err, "fencedwrite: sh exited with status 3",
+	                    36) == 0);
+	assert_non_null(strstr(err, "\nfencedwrite: the temporary file "));
+	assert_non_null(strstr(err, "could not be removed"));
+	assert_non_null(strstr(err, "fencedwrite --clean f"));
+	free(err);
+	fwt_assert_content("f", "v1\n");
+	assert_int_equal(fwt_count_tmp("."), 1);
+	assert_int_equal(RUN(NULL, NULL, NULL, "--clean", "f"), 0);
+	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -761,6 +1222,16 @@ int main(void)
 		T(signal_before_the_lock_wait_still_ends_it),
 		T(init_accepts_token_0),
 		T(json_is_valid_and_tokens_are_exact),
+		T(help_and_man_page_list_options_in_one_order),
+		T(cmd_write_claims_first_zombie_turned_away_meanwhile),
+		T(no_claim_lets_the_zombie_in_until_the_commit),
+		T(claim_advances_the_fence_and_leaves_file_alone),
+		T(update_increments_and_loses_nothing_to_a_newer_holder),
+		T(append_from_stdin_and_from_cmd),
+		T(read_prints_a_version_and_its_token),
+		T(verify_says_what_differs),
+		T(show_json_reports_file_token_and_verdict),
+		T(failed_cmd_reports_a_temporary_file_left_behind),
 	};
 	return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

@@ -2,7 +2,9 @@
  * libFuzzer target: the command's option parser.  The input is split at
  * NUL bytes into arguments.  Besides not crashing: a parse that succeeds
  * names a FILE, and a token whenever the action needs one; a token of 0
- * is only ever let through for --init.
+ * is only ever let through for --init; --update has a CMD, only the
+ * writing actions have one; --token-file only with --read, --no-claim
+ * only with a write by CMD, --json only where JSON is printed.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,10 +33,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fw_cli_parse(&c, argc, argv) == FW_OK) {
 		if (!c.file)
 			abort();
-		if ((c.action == WRITE || c.action == DELETE ||
-		     c.action == CHECK) && c.token == 0)
+		if ((c.action == WRITE || c.action == UPDATE ||
+		     c.action == APPEND || c.action == CLAIM ||
+		     c.action == DELETE || c.action == CHECK) && c.token == 0)
 			abort();
 		if (c.token_text && c.token == 0 && c.action != INIT)
+			abort();
+		if (c.action == UPDATE && !c.cmd)
+			abort();
+		if (c.cmd && c.action != WRITE && c.action != UPDATE &&
+		    c.action != APPEND)
+			abort();
+		if (c.token_file && c.action != READ)
+			abort();
+		if (c.no_claim && !(c.action == WRITE && c.cmd))
+			abort();
+		if (c.json && c.action != SHOW && c.action != VERIFY &&
+		    c.action != DOCTOR)
 			abort();
 	}
 	free(buf);
