@@ -216,6 +216,7 @@ check-valgrind: check-deps
 	    "$$(pwd)/$(VG_B)/fencedwrite" > $(VG_B)/fencedwrite-valgrind
 	@chmod +x $(VG_B)/fencedwrite-valgrind
 	@FW_BIN=$$(pwd)/$(VG_B)/fencedwrite-valgrind FWT_UNDER_VALGRIND=1 \
+	    FWT_FIXTURES=$$(pwd)/tests/fixtures \
 	    $(VG_B)/tests/test_cli
 
 # ---- install -------------------------------------------------------------

@@ -89,16 +89,16 @@ void fw_status_init(struct fw_status *st)
 static const char *verdict_words(int v)
 {
 	switch (v) {
-	case FW_VERIFY_SAME: return "FILE is what the fence committed";
-	case FW_VERIFY_EDITED: return "FILE was edited in place since its commit";
-	case FW_VERIFY_REPLACED: return "FILE was replaced outside fencedwrite";
+	case FW_VERIFY_SAME: return "the file is what the fence committed";
+	case FW_VERIFY_EDITED: return "the file was edited in place since its commit";
+	case FW_VERIFY_REPLACED: return "the file was replaced outside fencedwrite";
 	case FW_VERIFY_UNFINISHED: return "the newest change is unfinished: "
-	                                  "FILE still holds the content before "
-	                                  "it";
-	case FW_VERIFY_MISSING: return "FILE is missing although the fence "
-	                               "says it exists";
+	                                  "the file still holds the content "
+	                                  "before it";
+	case FW_VERIFY_MISSING: return "the file is missing although the "
+	                               "fence says it exists";
 	default: return "the fence (format version 1) does not record what "
-	                "FILE is; it will after the next change";
+	                "the file is; it will after the next change";
 	}
 }
 

@@ -50,7 +50,7 @@ static uint64_t payload_token(const char *p, size_t n)
 struct scenario {
 	const char *name;
 	const char *input;       /* content on stdin */
-	const char *args[6];
+	const char *args[10];
 	void (*setup)(void);
 	int ok_rc;               /* exit code of the undisturbed run */
 	uint64_t old_tok;        /* FILE's token before (0: absent) */
@@ -84,6 +84,12 @@ static const struct scenario scenarios[] = {
 	  UINT64_MAX, 6 },
 	{ "first write", "token=4\n", { "-t", "4", F }, nothing, 0, 0, 4,
 	  UINT64_MAX, 4 },
+	/* A claim moves the fence and leaves FILE: both its copies. */
+	{ "claim", NULL, { "--claim", "-t", "7", F }, existing, 0, 5, 5, 5, 7 },
+	{ "update", NULL, { "-t", "7", "--update", F, "--", "sed", "s/=5/=7/" },
+	  existing, 0, 5, 7, 5, 7 },
+	{ "delete of an absent file", NULL, { "--delete", "-t", "4", F },
+	  nothing, 0, 0, 0, UINT64_MAX, 4 },
 };
 
 static const struct { const char *name; int err; } outcomes[] = {
@@ -99,11 +105,11 @@ static void fresh_dir(void)
 
 static int run_scenario(const struct scenario *s)
 {
-	char *argv[8];
+	char *argv[12];
 	int n = 0;
 
 	argv[n++] = (char *)"fencedwrite";
-	for (int i = 0; i < 6 && s->args[i]; i++)
+	for (int i = 0; i < 10 && s->args[i]; i++)
 		argv[n++] = (char *)s->args[i];
 	argv[n] = NULL;
 	return fwt_runv(s->input, NULL, NULL, argv);

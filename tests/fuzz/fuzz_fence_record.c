@@ -13,18 +13,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct fw_record rec, again;
+	struct fw_fence f, again;
+	struct fw_record rec;
 	char image[FW_FENCE_SIZE], why[160];
 
-	if (fw_record_parse((const char *)data, size, &rec, why,
+	if (fw_record_parse((const char *)data, size, &f, why,
 	                    sizeof(why)) != 0)
 		return 0;
+	/* The newest record, written as this version writes it. */
+	rec = f.cur;
+	rec.version = 2;
+	if (rec.file == FW_FILE_UNKNOWN)
+		rec.file = FW_FILE_ABSENT;   /* a version 1 record says nothing */
 	fw_record_image(&rec, image);
 	if (fw_record_parse(image, sizeof(image), &again, why,
-	                    sizeof(why)) != 0 ||
-	    again.seq != rec.seq || again.token != rec.token ||
-	    again.pid != rec.pid || strcmp(again.host, rec.host) != 0 ||
-	    strcmp(again.op, rec.op) != 0)
+	                    sizeof(why)) != 0 || again.damaged ||
+	    again.cur.seq != rec.seq || again.cur.token != rec.token ||
+	    again.cur.pid != rec.pid || strcmp(again.cur.host, rec.host) != 0 ||
+	    strcmp(again.cur.op, rec.op) != 0 ||
+	    again.cur.file != rec.file || again.cur.ftoken != rec.ftoken ||
+	    (rec.file == FW_FILE_PRESENT &&
+	     (again.cur.ino != rec.ino || again.cur.size != rec.size ||
+	      again.cur.digest != rec.digest)))
 		abort();
 	return 0;
 }
