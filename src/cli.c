@@ -152,6 +152,41 @@ static int64_t now_ns(void)
 }
 
 /*
+ * CMD runs in a process group of its own, which on a terminal is a
+ * background job: its first read of the terminal would stop it (SIGTTIN)
+ * for ever.  When fencedwrite is the terminal's foreground job, the
+ * terminal goes to CMD's group while CMD runs and comes back after, as a
+ * shell does for a job it starts in the foreground.
+ */
+static int tty_fd = -1;   /* the terminal given to CMD's group, or -1 */
+
+static void give_terminal(pid_t pgid)
+{
+	for (int fd = 0; fd <= 2; fd += 2)
+		if (isatty(fd) && tcgetpgrp(fd) == getpgrp() &&
+		    tcsetpgrp(fd, pgid) == 0) {
+			tty_fd = fd;
+			return;
+		}
+}
+
+static void take_terminal_back(void)
+{
+	sigset_t ttou, old;
+
+	if (tty_fd < 0)
+		return;
+	/* From the background tcsetpgrp would stop us (SIGTTOU) unless
+	   that signal is blocked. */
+	sigemptyset(&ttou);
+	sigaddset(&ttou, SIGTTOU);
+	sigprocmask(SIG_BLOCK, &ttou, &old);
+	(void)tcsetpgrp(tty_fd, getpgrp());
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	tty_fd = -1;
+}
+
+/*
  * End CMD's process group: SIG to all of it, up to GRACE_NS for CMD to
  * exit, then SIGKILL to whatever of the group is left (a pipeline's other
  * members, a background job).  CMD is reaped only after the SIGKILL: until
@@ -178,6 +213,7 @@ static void stop_cmd_group(pid_t pid, int sig)
 	cmd_pgid = 0;
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
+	take_terminal_back();
 }
 
 /*
@@ -235,6 +271,12 @@ static int reap_cmd(pid_t pid, const char *name)
 	cmd_pgid = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	/* A ^C or ^\ typed while CMD had the terminal was meant for the
+	   whole job: die of it too, as shells do. */
+	if (tty_fd >= 0 && WIFSIGNALED(status) &&
+	    (WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGQUIT))
+		got_signal = WTERMSIG(status);
+	take_terminal_back();
 	if (got_signal)
 		return -1;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -278,6 +320,7 @@ static int run_cmd(struct fw_txn *txn, char **cmd, int in,
 		return EXIT_CMD_FAILED;
 	}
 	cmd_pgid = pid;
+	give_terminal(pid);
 	/* A signal that came before cmd_pgid was set was not passed on. */
 	if (got_signal)
 		forward_to_cmd(got_signal);

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1197,6 +1198,108 @@ static void failed_cmd_reports_a_temporary_file_left_behind(void **state)
 	assert_int_equal(fwt_count_tmp("."), 0);
 }
 
+/*
+ * On a terminal, CMD (in a process group of its own) gets the terminal
+ * while it runs: it can read from it, and ^C typed there ends the job.
+ * Runs the command as a session leader on a new pseudo-terminal.
+ */
+static pid_t spawn_on_pty(int *master, char *const argv[])
+{
+	pid_t pid;
+
+	*master = posix_openpt(O_RDWR | O_NOCTTY);
+	assert_true(*master >= 0);
+	assert_int_equal(grantpt(*master), 0);
+	assert_int_equal(unlockpt(*master), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		sigset_t none;
+		int s;
+
+		/* As a shell starts a foreground job: whatever this suite's
+		   runner ignores or blocks, ^C must work on the terminal. */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (setsid() < 0)
+			_exit(120);
+		s = open(ptsname(*master), O_RDWR);   /* the controlling tty */
+		if (s < 0)
+			_exit(121);
+		dup2(s, 0);
+		dup2(s, 1);
+		dup2(s, 2);
+		execv(getenv("FW_BIN"), argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Exit code (or 128 + signal) of PID, draining MASTER meanwhile; -1 if
+   it has not ended after LIMIT_S seconds (then it is killed). */
+static int wait_on_pty(pid_t pid, int master, int limit_s)
+{
+	for (int i = 0; i < limit_s * 100; i++) {
+		struct pollfd p = { master, POLLIN, 0 };
+		char buf[256];
+		int status;
+
+		if (poll(&p, 1, 10) > 0 && (p.revents & POLLIN))
+			(void)!read(master, buf, sizeof(buf));
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+			                           : WEXITSTATUS(status);
+	}
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+static void cmd_gets_the_terminal_it_runs_on(void **state)
+{
+	char *const reader[] = { (char *)"fencedwrite", (char *)"-t",
+	                         (char *)"1", (char *)"f", (char *)"--",
+	                         (char *)"sh", (char *)"-c",
+	                         (char *)"read x; echo \"got $x\"", NULL };
+	char *const waiter[] = { (char *)"fencedwrite", (char *)"-t",
+	                         (char *)"2", (char *)"f", (char *)"--",
+	                         (char *)"sh", (char *)"-c",
+	                         (char *)"echo ready >&2; read x; echo late", NULL };
+	int master, rc;
+	pid_t pid;
+	char buf[64];
+	size_t got = 0;
+
+	(void)state;
+	pid = spawn_on_pty(&master, reader);
+	assert_int_equal(write(master, "hello\n", 6), 6);
+	rc = wait_on_pty(pid, master, 20);
+	close(master);
+	if (rc != 0)
+		fail_msg("exit %d: CMD could not read the terminal", rc);
+	fwt_assert_content("f", "got hello\n");
+	/* ^C while CMD reads: the job ends, nothing committed */
+	pid = spawn_on_pty(&master, waiter);
+	while (got < sizeof(buf) - 1) {   /* until CMD runs: it says so */
+		ssize_t n = read(master, buf + got, sizeof(buf) - 1 - got);
+
+		assert_true(n > 0);
+		got += (size_t)n;
+		buf[got] = '\0';
+		if (strstr(buf, "ready"))
+			break;
+	}
+	assert_int_equal(write(master, "\003", 1), 1);
+	rc = wait_on_pty(pid, master, 20);
+	close(master);
+	assert_int_equal(rc, 128 + SIGINT);
+	fwt_assert_content("f", "got hello\n");
+	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1232,6 +1335,7 @@ int main(void)
 		T(verify_says_what_differs),
 		T(show_json_reports_file_token_and_verdict),
 		T(failed_cmd_reports_a_temporary_file_left_behind),
+		T(cmd_gets_the_terminal_it_runs_on),
 	};
 	return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }
