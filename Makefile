@@ -254,3 +254,4 @@ uninstall:
 
 clean:
 	rm -rf build build-asan build-clang $(VG_B) $(FUZZ_B)
+include tests/nfs/nfs.mk

@@ -1,0 +1,320 @@
+#!/bin/bash
+# The command runs on a lab machine, which expands its own $$.
+# shellcheck disable=SC2016
+# fencedwrite against a real NFS server from two real client kernels (the
+# lab of tests/nfs/lab.sh), each scenario on NFSv3 (lockd) and NFSv4.2:
+#
+#   seed        A on client1 runs `fencedwrite -t N FILE -- CMD`; CMD stops
+#               itself mid-way; B on client2 commits N+1; A resumes and is
+#               rejected with exit 1; FILE holds B's content, the fence N+1
+#   freeze      the same, with client1's whole machine frozen (qemu stop)
+#               while A holds its token, instead of A's process alone
+#   contention  writers (fresh, equal and stale tokens) and readers on both
+#               clients; the history is judged by tests/history_check on the
+#               NFS server's clock (see tests/nfs/nfsload.c), with client2's
+#               clock an hour ahead
+#   control     the same load on the local_lock=all mount with local locks
+#               allowed: the checker must find violations there
+#   mounts      --doctor on the v3, v4.2, nolock and local_lock=all mounts,
+#               and a write on the last two fails closed (exit 3) naming the
+#               option; prints each mount's /proc/self/mountinfo line
+#   large       8 MiB commits on client1 while client2 reads with cat;
+#               counts ESTALE and leftover .nfs files (recorded, not judged)
+#
+# usage: tests/nfs/scenarios.sh BUILD_DIR [SCENARIO...]
+# Default: seed freeze contention control mounts large.  With FWT_NFS_LAB=DIR, an
+# already running lab (lab.sh up DIR) is used and left running.
+# FWT_NFS_WRITERS, FWT_NFS_OPS: contention writers per client and operations
+# per writer (3 and 200).  Prints PASS/FAIL lines and "nfs: N passed, M failed".
+set -u
+
+build=$(cd "$1" && pwd) || exit 2
+shift
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+LAB=$here/lab.sh
+FW=$build/fencedwrite
+CHECK=$build/tests/history_check
+LOAD=$build/tests/nfsload
+WRITERS=${FWT_NFS_WRITERS:-3}
+OPS=${FWT_NFS_OPS:-200}
+scenarios=${*:-seed freeze contention control mounts large}
+passed=0
+failed=0
+
+for f in "$FW" "$CHECK" "$LOAD"; do
+	[ -x "$f" ] || { echo "nfs: $f missing (make all-tests $LOAD)"; exit 2; }
+done
+
+if [ -n "${FWT_NFS_LAB:-}" ]; then
+	lab=$FWT_NFS_LAB
+	own_lab=false
+else
+	lab=$(mktemp -d /tmp/fwnfs.XXXXXX) || exit 5
+	own_lab=true
+fi
+cleanup() {
+	# The lab.sh runs still waiting end first (they wait in the background,
+	# so that a signal reaches this trap at once, not after them).
+	local p
+	for p in $(jobs -p); do kill "$p" 2>/dev/null; done
+	if $own_lab; then
+		"$LAB" down "$lab"
+		rm -rf "$lab"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+pass() { passed=$((passed + 1)); echo "PASS: $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+ms() { echo $(( $(date +%s%N) / 1000000 )); }
+on() { "$LAB" run "$lab" "$@" & wait $!; }
+spool=$lab/spool
+run=$$   # file names of their own when a running lab is reused
+
+# Silly-renamed files (.nfsXXXX) in the exported directory, as client2 sees.
+nfs_files() {
+	on client2 sh -c 'ls -a "$1" | grep -c "^\.nfs"' sh /mnt/v3
+}
+
+# Wait (up to 120 s) for a file on the spool, which this host sees directly.
+wait_spool() {
+	local n=0
+	while [ ! -e "$spool/$1" ]; do
+		[ $n -ge 600 ] && return 1
+		sleep 0.2
+		n=$((n + 1))
+	done
+}
+
+t_all=$(ms)
+if $own_lab; then
+	t0=$(ms)
+	"$LAB" up "$lab" &
+	if ! wait $!; then
+		fail "lab: the machines did not come up"
+		echo "nfs: $passed passed, $failed failed"
+		exit 1
+	fi
+	echo "time: boot to ready $(( $(ms) - t0 )) ms"
+fi
+
+# What client2 then sees: FILE's content and the fence.
+judge_seed() {
+	local name=$1 f=$2 arc=$3 aerr=$4 brc=$5 content fence1 fence2
+	content=$(on client2 cat "$f")
+	fence1=$(on client1 "$FW" --show "$f")
+	fence2=$(on client2 "$FW" --show "$f")
+	if [ "$brc" -eq 0 ] && [ "$arc" -eq 1 ] &&
+	    [ "$content" = "content by B" ] && [ "$fence1" = 12 ] &&
+	    [ "$fence2" = 12 ] &&
+	    grep -q "stale token 11 for $f: the fence holds 12" "$aerr"; then
+		pass "$name: A (token 11) rejected with exit 1 after B (token 12) committed; FILE holds B's content, fence 12 on both clients"
+	else
+		fail "$name: A exit $arc, B exit $brc, content '$content', fence '$fence1'/'$fence2'"
+		cat "$aerr"
+	fi
+}
+
+seed() {
+	local v=$1 f=/mnt/$1/seed-$1-$run.txt a brc arc t0
+	t0=$(ms)
+	rm -f "$spool/a.pid"
+	on client1 sh -c "echo base | '$FW' -t 10 '$f'" || { fail "seed $v: setup"; return; }
+	# A's producer announces its pid on the spool, then stops itself.
+	on client1 "$FW" -t 11 "$f" -- sh -c \
+	    'echo "content by A"; echo $$ > "$1/a.pid"; kill -STOP $$' sh "$spool" \
+	    >"$lab/a.out" 2>"$lab/a.err" &
+	a=$!
+	wait_spool a.pid || { fail "seed $v: A never started"; kill "$a"; return; }
+	on client2 sh -c "echo 'content by B' | '$FW' -t 12 '$f'"
+	brc=$?
+	on client1 sh -c 'kill -CONT "$1"' sh "$(cat "$spool/a.pid")"
+	wait "$a"
+	arc=$?
+	judge_seed "seed $v" "$f" "$arc" "$lab/a.err" "$brc"
+	echo "time: seed $v $(( $(ms) - t0 )) ms"
+}
+
+freeze() {
+	local v=$1 f=/mnt/$1/freeze-$1-$run.txt a brc arc t0 frozen=no
+	t0=$(ms)
+	rm -f "$spool/a.ready" "$spool/a.go"
+	on client1 sh -c "echo base | '$FW' -t 10 '$f'" || { fail "freeze $v: setup"; return; }
+	on client1 "$FW" -t 11 "$f" -- sh -c \
+	    'echo "content by A"; : > "$1/a.ready"; while [ ! -e "$1/a.go" ]; do sleep 0.1; done' \
+	    sh "$spool" >"$lab/a.out" 2>"$lab/a.err" &
+	a=$!
+	wait_spool a.ready || { fail "freeze $v: A never started"; kill "$a"; return; }
+	"$LAB" freeze "$lab" client1 && frozen=yes
+	: >"$spool/a.go"
+	on client2 sh -c "echo 'content by B' | '$FW' -t 12 '$f'"
+	brc=$?
+	"$LAB" resume "$lab" client1 || frozen=no
+	wait "$a"
+	arc=$?
+	if [ $frozen = yes ]; then
+		judge_seed "freeze $v (client1's machine stopped)" "$f" "$arc" "$lab/a.err" "$brc"
+	else
+		fail "freeze $v: could not stop or continue client1's machine"
+	fi
+	echo "time: freeze $v $(( $(ms) - t0 )) ms"
+}
+
+# Both clients' nfsload on FILE under MNT (extra environment in ENV for the
+# machines); leaves the joined history in $spool/hist.TAG and the checker's
+# verdict in $out, the readers' summaries in $lab/load[12].TAG.
+load_both() {
+	local tag=$1 mnt=$2 f=$3 w=$4 n=$5 env=$6 p1 rc1 rc2
+	on client1 env "$env" "$LOAD" "$f" "$mnt" "$w" "$n" 1 1 \
+	    >"$spool/hist1.$tag" 2>"$lab/load1.$tag" &
+	p1=$!
+	on client2 env "$env" "$LOAD" "$f" "$mnt" "$w" "$n" 1 2 \
+	    >"$spool/hist2.$tag" 2>"$lab/load2.$tag"
+	rc2=$?
+	wait "$p1"
+	rc1=$?
+	cat "$spool/hist1.$tag" "$spool/hist2.$tag" >"$spool/hist.$tag"
+	out=$(on client1 "$CHECK" "$spool/hist.$tag" "$f")
+	[ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] &&
+	    [ "$(wc -l <"$spool/hist.$tag")" -eq $((2 * w * n)) ]
+}
+
+contention() {
+	local v=$1 f=/mnt/$1/contention-$1-$run.txt t0 before ok=yes
+	t0=$(ms)
+	before=$(nfs_files)
+	# client2's clock an hour ahead: the history must not depend on the
+	# clients' clocks (nfsload stamps with the server's).
+	on client2 sh -c 'date -s "@$(( $(date +%s) + 3600 ))" >/dev/null'
+	load_both "$v" "/mnt/$v" "$f" "$WRITERS" "$OPS" NFSLOAD_RUN=1 || ok=no
+	on client2 sh -c 'date -s "@$(( $(date +%s) - 3600 ))" >/dev/null'
+	case $out in *" 0 violations") ;; *) ok=no ;; esac
+	if [ $ok = yes ]; then
+		pass "contention $v: 2 clients x $WRITERS writers x $OPS ops: $out; readers: client1 $(cat "$lab/load1.$v"); client2 $(cat "$lab/load2.$v"); new .nfs files: $(( $(nfs_files) - before ))"
+	else
+		fail "contention $v: $out; readers: $(cat "$lab/load1.$v" "$lab/load2.$v")"
+	fi
+	echo "time: contention $v $(( $(ms) - t0 )) ms"
+}
+
+# The same load where locks exclude only each host's own processes
+# (local_lock=all, allowed with FW_LOCAL_LOCKS_OK): what the missing
+# exclusion lets through must show, as FILE going back to an older token
+# under a reader or as a history violation, or the judges above prove
+# nothing.  Writes that failed there (rename: "Text file busy", exit 5) are
+# counted and left out of the history judged.
+control() {
+	local f=/mnt/locall/control-$run.txt t0 back errs
+	t0=$(ms)
+	load_both control /mnt/locall "$f" 3 60 NFSLOAD_LOCAL_LOCKS_OK=1
+	awk '$4 == 0 || $4 == 1' "$spool/hist.control" >"$spool/hist.control.ok"
+	errs=$(awk '$4 != 0 && $4 != 1' "$spool/hist.control" | wc -l)
+	out=$(on client1 "$CHECK" "$spool/hist.control.ok" "$f")
+	back=$(cat "$lab/load1.control" "$lab/load2.control" |
+	    sed -n 's/.*backwards=\([0-9]*\).*/\1/p' | awk '{n += $1} END {print n + 0}')
+	if case $out in
+	    *" 0 violations") [ "$back" -gt 0 ] ;;
+	    history:*) true ;;
+	    *) false ;;
+	    esac; then
+		pass "control: without cross-host locks, readers saw FILE go back $back times; checker: $out; failed writes: $errs"
+	else
+		fail "control: no violation found without cross-host locks: $out; readers: $(cat "$lab/load1.control" "$lab/load2.control")"
+	fi
+	echo "time: control $(( $(ms) - t0 )) ms"
+}
+
+mounts() {
+	local m want rc out t0 f
+	t0=$(ms)
+	for m in v3 v4 nolock locall; do
+		echo "mountinfo: $(on client1 grep " /mnt/$m " /proc/self/mountinfo)"
+	done
+	for m in v3:0 v4:0 nolock:3 locall:3; do
+		want=${m#*:}
+		m=${m%%:*}
+		out=$(on client1 "$FW" --doctor "/mnt/$m/doctor.txt" 2>&1)
+		rc=$?
+		if [ $rc -eq "$want" ]; then
+			pass "doctor /mnt/$m: exit $rc, $(echo "$out" | grep '^verdict:')"
+		else
+			fail "doctor /mnt/$m: exit $rc, want $want: $out"
+		fi
+	done
+	for m in nolock:nolock locall:local_lock=all; do
+		f=/mnt/${m%%:*}/refused.txt
+		out=$(on client1 sh -c "echo x | '$FW' -t 1 '$f'" 2>&1)
+		rc=$?
+		if [ $rc -eq 3 ] && case $out in *"${m#*:}"*) true ;; *) false ;; esac &&
+		    ! on client2 test -e "/mnt/v3/refused.txt"; then
+			pass "write on /mnt/${m%%:*}: fails closed with exit 3: $out"
+		else
+			fail "write on /mnt/${m%%:*}: exit $rc: $out"
+		fi
+	done
+	echo "time: mounts $(( $(ms) - t0 )) ms"
+}
+
+# 8 MiB commits on client1 while client2 reads FILE with plain cat (every
+# version of FILE is "tok=NN" and 8 MiB of zeros: 8388615 bytes).  FILE
+# exists and client2 has read it once before the loop: a name client2 has
+# looked up and not found stays "not found" there for up to acdirmin (30 s).
+large() {
+	local v=$1 f=/mnt/$1/large-$1-$run.txt t0 r w before left
+	t0=$(ms)
+	rm -f "$spool/large.stop"
+	before=$(nfs_files)
+	on client1 sh -c 'dd if=/dev/zero of=/tmp/large bs=1M count=8 2>/dev/null &&
+	    { echo "tok=10"; cat /tmp/large; } | "$1" -t 10 "$2"' sh "$FW" "$f" ||
+	    { fail "large $v: first commit"; return; }
+	on client2 cat "$f" >/dev/null
+	on client2 sh -c '
+		n=0 ok=0 stale=0 other=0
+		while [ ! -e "$2" ]; do
+			if cat "$1" >/tmp/copy 2>/tmp/cat.err &&
+			    [ "$(wc -c </tmp/copy)" -eq 8388615 ]; then
+				ok=$((ok + 1))
+			elif grep -q "Stale file handle" /tmp/cat.err; then
+				stale=$((stale + 1))
+			else
+				other=$((other + 1))
+				echo "  cat exit $?, $(wc -c </tmp/copy) bytes, first line $(head -c 12 /tmp/copy | head -n 1): $(cat /tmp/cat.err)" >&2
+			fi
+			n=$((n + 1))
+		done
+		echo "reads=$n whole=$ok estale=$stale other=$other"' sh "$f" \
+	    "$spool/large.stop" >"$lab/large.$v" 2>"$lab/large-err.$v" &
+	r=$!
+	on client1 sh -c '
+		i=11 bad=0
+		while [ $i -le 16 ]; do
+			{ echo "tok=$i"; cat /tmp/large; } | "$1" -t "$i" "$2" || bad=$((bad + 1))
+			i=$((i + 1))
+		done
+		echo "commits=$((i - 11 - bad)) failed=$bad"' sh "$FW" "$f" \
+	    >"$lab/large-w.$v" 2>&1
+	w=$?
+	: >"$spool/large.stop"
+	wait "$r"
+	left=$(( $(nfs_files) - before ))
+	if [ $w -eq 0 ] && grep -q "failed=0" "$lab/large-w.$v" &&
+	    [ "$(on client2 head -n 1 "$f")" = "tok=16" ]; then
+		pass "large $v: client1 $(cat "$lab/large-w.$v") of 8 MiB; client2 cat: $(cat "$lab/large.$v"); new .nfs files: $left"
+	else
+		fail "large $v: writer: $(cat "$lab/large-w.$v"); reader: $(cat "$lab/large.$v")"
+	fi
+	head -n 4 "$lab/large-err.$v"
+	echo "time: large $v $(( $(ms) - t0 )) ms"
+}
+
+for s in $scenarios; do
+	case $s in
+	mounts|control) "$s" ;;
+	seed|freeze|contention|large) "$s" v3; "$s" v4 ;;
+	*) fail "unknown scenario '$s'" ;;
+	esac
+done
+echo "time: total $(( $(ms) - t_all )) ms"
+echo "nfs: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
