@@ -64,7 +64,7 @@ MANS := man/fencedwrite.1 man/fencedwrite-etcd.1 man/libfencedwrite.3 \
 
 .PHONY: all all-tests check check-deps check-asan check-valgrind demo install \
         uninstall clean lint lint-man fuzz fuzz-build torture check-etcd demo-etcd \
-        bench
+        bench check-nfs bench-nfs
 
 all: $(BIN) $(STATIC) $(SHARED)
 
@@ -124,6 +124,7 @@ check: check-deps
 	@$(MAKE) --no-print-directory check-asan
 	@$(MAKE) --no-print-directory check-valgrind
 	@$(MAKE) --no-print-directory check-etcd
+	@$(MAKE) --no-print-directory check-nfs
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5
 
 all-tests: all $(TEST_BIN)
@@ -203,7 +204,8 @@ TIDY_FLAGS := -std=gnu11 -D_FILE_OFFSET_BITS=64 -Isrc
 lint: check-deps lint-man
 	@cppcheck $(CPPCHECK_FLAGS) src tests
 	@clang-tidy --quiet $(LIB_SRC) $(CLI_SRC) -- $(TIDY_FLAGS) 2>/dev/null
-	@shellcheck scripts/*.sh scripts/fencedwrite-etcd tests/*.sh .ci/run
+	@shellcheck scripts/*.sh scripts/fencedwrite-etcd tests/*.sh tests/nfs/*.sh \
+	    .ci/run
 	@echo "lint: 4 passed, 0 failed"
 
 # The command tests under valgrind memcheck, in a build of their own with
@@ -254,4 +256,6 @@ uninstall:
 
 clean:
 	rm -rf build build-asan build-clang $(VG_B) $(FUZZ_B)
+
+# The NFS lab (tests/nfs/): check-nfs and bench-nfs.
 include tests/nfs/nfs.mk

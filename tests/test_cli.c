@@ -1243,11 +1243,13 @@ static int wait_on_pty(pid_t pid, int master, int limit_s)
 {
 	for (int i = 0; i < limit_s * 100; i++) {
 		struct pollfd p = { master, POLLIN, 0 };
-		char buf[256];
 		int status;
 
-		if (poll(&p, 1, 10) > 0 && (p.revents & POLLIN))
+		if (poll(&p, 1, 10) > 0 && (p.revents & POLLIN)) {
+			char buf[256];
+
 			(void)!read(master, buf, sizeof(buf));
+		}
 		if (waitpid(pid, &status, WNOHANG) == pid)
 			return WIFSIGNALED(status) ? 128 + WTERMSIG(status)
 			                           : WEXITSTATUS(status);

@@ -41,6 +41,15 @@ static void every_fixture_gets_its_verdict(void **state)
 	} cases[] = {
 		{ "nfs3-lockd", "nfs", "/shared", "fileserver:/export/shared",
 		  "vers=3,local_lock=none", FW_SCOPE_SHARED, "lockd" },
+		/* lines read off the NFS lab's client (tests/nfs/) */
+		{ "lab-nfs3", "nfs", "/mnt/v3", "server:/export",
+		  "vers=3,local_lock=none", FW_SCOPE_SHARED, "lockd" },
+		{ "lab-nfs42", "nfs4", "/mnt/v4", "server:/",
+		  "vers=4.2,local_lock=none", FW_SCOPE_SHARED, "NFSv4" },
+		{ "lab-nfs3-nolock", "nfs", "/mnt/nolock", "server:/export",
+		  "vers=3,nolock", FW_SCOPE_UNSAFE, "nolock" },
+		{ "lab-nfs3-local-all", "nfs", "/mnt/locall", "server:/export",
+		  "vers=3,local_lock=all", FW_SCOPE_UNSAFE, "local_lock=all" },
 		{ "nfs3-nolock", "nfs", "/shared", "fileserver:/export/shared",
 		  "vers=3,nolock", FW_SCOPE_UNSAFE, "nolock" },
 		{ "nfs42", "nfs4", "/shared", "fileserver:/export/shared",
