@@ -166,6 +166,10 @@ static void give_terminal(pid_t pgid)
 		if (isatty(fd) && tcgetpgrp(fd) == getpgrp() &&
 		    tcsetpgrp(fd, pgid) == 0) {
 			tty_fd = fd;
+			/* CMD may have read the terminal before it was its
+			   own, and been stopped for it (SIGTTIN): let it go
+			   on, now that the read can succeed. */
+			kill(-pgid, SIGCONT);
 			return;
 		}
 }

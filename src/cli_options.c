@@ -95,6 +95,8 @@ static void help(void)
 	      "  4  lock not acquired within -w/-n; nothing changed\n"
 	      "  5  system or I/O error; FILE holds its old or its new content\n"
 	      "  6  CMD failed or was killed; nothing committed\n"
+	      "  8  the lock was lost during the change (an NFSv4 lease that lapsed);\n"
+	      "     the message says whether FILE may hold this superseded content\n"
 	      "\n"
 	      "See fencedwrite(1), fencedwrite-fence(5), libfencedwrite(3).\n",
 	      stdout);
