@@ -129,42 +129,23 @@ static int still_ours(const struct target *t, const struct fw_lock *lk,
 /*
  * What a claim records FILE to be: what the newest record (or the one
  * before it, after an unfinished change) says, when FILE is still that;
- * otherwise FILE as it is, read under the lock (only after a change made
- * behind the fence's back), committed under no known token.
+ * otherwise still what the newest record says, so that a change made
+ * behind the fence's back stays visible to --verify after the claim.
  */
-static int claimed_content(const struct target *t, const struct fw_fence *f,
-                           const struct stat *st, int present,
-                           struct fw_record *claim, struct fw_result *res)
+static void claimed_content(const struct fw_fence *f, const struct stat *st,
+                            int present, struct fw_record *claim)
 {
-	const struct fw_record *r[2] = { &f->cur, f->has_prev ? &f->prev : NULL };
-	int fd;
+	const struct fw_record *from = &f->cur;
 
-	for (int i = 0; i < 2; i++)
-		if (r[i] && fw_identity_compare(r[i], st, present) ==
-		            FW_ID_SAME) {
-			claim->file = r[i]->file;
-			claim->ftoken = r[i]->ftoken;
-			claim->ino = r[i]->ino;
-			claim->size = r[i]->size;
-			claim->digest = r[i]->digest;
-			return FW_OK;
-		}
-	claim->ftoken = 0;
-	if (!present) {
-		claim->file = FW_FILE_ABSENT;
-		return FW_OK;
-	}
-	fd = openat(t->dirfd, t->base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
-	            O_NOCTTY | O_NONBLOCK);
-	if (fd < 0 || fw_identity_fd(fd, claim) < 0) {
-		int err = errno;
-
-		if (fd >= 0)
-			close(fd);
-		return fw_fail_sys(res, err, "read", t->path);
-	}
-	close(fd);
-	return FW_OK;
+	if (f->has_prev &&
+	    fw_identity_compare(&f->cur, st, present) != FW_ID_SAME &&
+	    fw_identity_compare(&f->prev, st, present) == FW_ID_SAME)
+		from = &f->prev;
+	claim->file = from->file;
+	claim->ftoken = from->ftoken;
+	claim->ino = from->ino;
+	claim->size = from->size;
+	claim->digest = from->digest;
 }
 
 /*
@@ -198,9 +179,19 @@ static int fenced_change(struct target *t, uint64_t token, char *tmp,
 	case FW_DECIDE_REJECT:
 		rc = fw_fence_stale(t, token, f.cur.token, res);
 		goto unlock;
-	case FW_DECIDE_DONE:
-		rc = fw_ok(res);   /* this very change is in place already */
+	case FW_DECIDE_DONE: {
+		int verdict;
+
+		/* This very change is in place already, if FILE's content
+		   says so too (not only its inode and size). */
+		if (fw_identity_check(t->dirfd, t->base, &f.cur, &verdict) < 0)
+			rc = fw_fail_sys(res, errno, "read", t->path);
+		else if (verdict == FW_ID_SAME)
+			rc = fw_ok(res);
+		else
+			rc = fw_fence_stale(t, token, f.cur.token, res);
 		goto unlock;
+	}
 	default:
 		break;
 	}
@@ -256,11 +247,21 @@ unfinished:
 	   unfinished change in the record before.  RES keeps the failure. */
 	{
 		struct fw_record held = *change;
+		struct fw_result lost;
 
-		if (claimed_content(t, &f, &st, present, &held, NULL) == FW_OK) {
-			fw_record_stamp(&held, "claim");
-			(void)fw_fence_seal(t, &lk, &held, NULL);
+		/* Not over a newer record, if the lock was lost meanwhile:
+		   on NFS a failing rename is just when that happens. */
+		if (!t->fence_local &&
+		    still_ours(t, &lk, change, BEFORE_RENAME, token, &lost) !=
+		    FW_OK) {
+			if (res)
+				*res = lost;
+			rc = FW_LOCK_LOST;
+			goto unlock;
 		}
+		claimed_content(&f, &st, present, &held);
+		fw_record_stamp(&held, "claim");
+		(void)fw_fence_seal(t, &lk, &held, NULL);
 	}
 unlock:
 	fw_lock_release(&lk);
@@ -299,8 +300,14 @@ int fw_claim(const char *path, uint64_t token, const struct fw_opts *opts,
 	if (rc != 0 && rc != 1)
 		goto out;
 	present = rc == 0;
-	if (token == f.cur.token && !strcmp(f.cur.op, "claim")) {
-		rc = fw_ok(res);   /* claimed already: nothing to change */
+	/* The fence's own token: claimed already, or this holder's own
+	   change (finished or not; a retry will be judged when it commits).
+	   Nothing to change. */
+	if (token == f.cur.token && (!strcmp(f.cur.op, "claim") ||
+	                             !strcmp(f.cur.op, "commit") ||
+	                             !strcmp(f.cur.op, "delete")) &&
+	    !(opts->flags & FW_ALLOW_EQUAL)) {
+		rc = fw_ok(res);
 		goto out;
 	}
 	if (token < f.cur.token || (token == f.cur.token &&
@@ -309,11 +316,10 @@ int fw_claim(const char *path, uint64_t token, const struct fw_opts *opts,
 		goto out;
 	}
 	memset(&claim, 0, sizeof(claim));
-	rc = claimed_content(&t, &f, &st, present, &claim, res);
-	if (rc != FW_OK)
-		goto out;
+	claimed_content(&f, &st, present, &claim);
 	claim.token = token;
 	fw_record_stamp(&claim, "claim");
+	rc = FW_OK;
 	if (!t.fence_local)
 		rc = still_ours(&t, &lk, &f.cur, BEFORE_WRITE, token, res);
 	if (rc == FW_OK)

@@ -209,20 +209,27 @@ int fw_fence_create(const struct target *t, const struct fw_record *rec,
 static int believe_damaged(const struct target *t, const struct fw_fence *f,
                            struct fw_result *res)
 {
-	int verdict;
+	int verdict = FW_ID_UNKNOWN;
 
-	if (fw_identity_check(t->dirfd, t->base, &f->cur, &verdict) < 0)
+	/* A fence named with --fence may guard other files: this FILE
+	   cannot vouch for a record about another one. */
+	if (!t->named &&
+	    fw_identity_check(t->dirfd, t->base, &f->cur, &verdict) < 0)
 		return fw_fail_sys(res, errno, "read", t->path);
 	if (verdict == FW_ID_SAME)
 		return FW_OK;
 	return fw_fail(res, FW_UNSAFE,
-	               "%s is damaged (%s) and %s is not what its surviving "
-	               "record (token %llu) describes: the damaged record may "
-	               "have been newer, so the token is unknown; refusing to "
-	               "guess (recover: move the fence aside, then 'fencedwrite "
+	               "%s is damaged (%s) and %s: the damaged record may have "
+	               "been newer, so the token is unknown; refusing to guess "
+	               "(recover: move the fence aside, then 'fencedwrite "
 	               "--init -t N %s' with N at least the largest token ever "
 	               "issued; see fencedwrite-fence(5))", t->fshown, f->damage,
-	               t->path, (unsigned long long)f->cur.token, t->path);
+	               t->named ? "it may guard other files than this one"
+	               : f->cur.version == 1
+	               ? "its surviving record, of format version 1, does not "
+	                 "say what the file is"
+	               : "the file is not what its surviving record describes",
+	               t->path);
 }
 
 static int read_fence(const struct target *t, int fd, struct fw_fence *f,

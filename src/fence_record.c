@@ -399,7 +399,9 @@ static int pick(const struct fw_record r[2], const int ok[2],
 		return 0;
 	}
 	f->cur = r[ok[1]];
-	if (!blank_slot[!ok[1]]) {
+	/* Only a fence's first record has a blank slot beside it: a blank
+	   slot later is one wiped, and may have held the newest record. */
+	if (!blank_slot[!ok[1]] || f->cur.seq != 0) {
 		f->damaged = 1;
 		snprintf(f->damage, sizeof(f->damage), "slot %d: %s", !ok[1],
 		         reason[!ok[1]]);

@@ -97,8 +97,9 @@ static const char *verdict_words(int v)
 	                                  "before it";
 	case FW_VERIFY_MISSING: return "the file is missing although the "
 	                               "fence says it exists";
-	default: return "the fence (format version 1) does not record what "
-	                "the file is; it will after the next change";
+	default: return "the fence does not say what this file is (format "
+	                "version 1, or a fence named with --fence whose "
+	                "newest record is about another file)";
 	}
 }
 
@@ -138,6 +139,10 @@ static int judge(const struct target *t, const struct fw_fence *f, int deep,
 		return FW_OK;
 	}
 	id = fw_identity_compare(cur, &fs, st->file_present);
+	/* A fence named with --fence may guard other files, and its
+	   records may be about one of them. */
+	if (t->named && id != FW_ID_SAME)
+		id = FW_ID_UNKNOWN;
 	if (id == FW_ID_SAME && deep &&
 	    fw_identity_check(t->dirfd, t->base, cur, &id) < 0)
 		return fw_fail_sys(res, errno, "read", t->path);

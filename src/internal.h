@@ -67,6 +67,8 @@ struct target {
 	char fshown[PATH_MAX];     /* the fence's path, for messages */
 	int fence_local;           /* set by fw_mount_check: the fence's
 	                              locks are a local kernel's, never lost */
+	int named;                 /* the fence was named (--fence): it may
+	                              guard other files than FILE */
 };
 
 /* Open FILE's directory (and the fence's, if elsewhere); FW_OK or a code. */

@@ -192,15 +192,32 @@ int fw_read_version(const char *path, int out, const struct fw_opts *opts,
 		   what one of these records names, or newer (and the next
 		   attempt sees its record). */
 		rc = token ? fence_now(&t, opts, &f, res) : FW_OK;
+		if (rc == FW_OK && token && f.cur.file == FW_FILE_UNKNOWN)
+			rc = fw_fail(res, FW_UNSAFE, "%s: its fence is of format "
+			             "version 1, which does not record the "
+			             "content's token; it will after the next "
+			             "change", path);
 		if (rc != FW_OK)
 			break;
 		rc = read_once(&t, buf, opts, &got, res);
-		if (rc == -1)
+		if (rc == -1) {
 			err = errno;
-		else if (rc != FW_OK || !token || token_of(&f, &got, token))
+		} else if (rc != FW_OK || !token) {
 			break;
-		else
-			err = 0;   /* read whole, but its record was not seen */
+		} else {
+			/* The fence again: unchanged, its records name every
+			   version FILE could have been meanwhile (an inode
+			   number can come back with the same content). */
+			struct fw_fence again;
+
+			rc = fence_now(&t, opts, &again, res);
+			if (rc != FW_OK)
+				break;
+			if (again.cur.seq == f.cur.seq &&
+			    token_of(&f, &got, token))
+				break;
+			err = 0;   /* read whole, its record not seen */
+		}
 		if (attempt == READ_ATTEMPTS || fw_cancelled(opts)) {
 			if (err)
 				rc = fw_fail_sys(res, err, "read", path);

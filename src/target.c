@@ -73,6 +73,7 @@ int fw_target_open(struct target *t, const char *path,
 	t->dirfd = t->fdirfd = -1;
 	t->path = path;
 	t->fence_local = 0;
+	t->named = opts->fence_path != NULL;
 	if (!path || !*path)
 		return fw_fail(res, FW_USAGE, "no file named");
 	rc = split(path, t->dirshown, sizeof(t->dirshown), t->base, res);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "internal.h"
 
 struct fwt_dir {
 	char path[4096];
@@ -343,4 +344,17 @@ void fwt_fit_mount_line(FILE *f, const char *dir, const char *point,
 	fprintf(f, "%llu 1 %u:%u / %s rw,relatime - %s %s %s\n",
 	        (unsigned long long)stx.stx_mnt_id, stx.stx_dev_major,
 	        stx.stx_dev_minor, point, fstype, source, super);
+}
+
+void fwt_v1_image(const struct fw_record *cur, char *image)
+{
+	char prev_image[FW_V1_FENCE_SIZE];
+	struct fw_record prev = *cur;
+	size_t half = FW_V1_FENCE_SIZE / 2, at = (size_t)(cur->seq % 2) * half;
+
+	prev.seq = cur->seq - 1;
+	prev.token = cur->token - 1;
+	fw_record_image_v1(&prev, prev_image);
+	fw_record_image_v1(cur, image);
+	memcpy(image + half - at, prev_image + half - at, half);
 }

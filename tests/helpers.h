@@ -71,4 +71,12 @@ void fwt_fit_mount_line(FILE *f, const char *dir, const char *point,
                         const char *fstype, const char *source,
                         const char *super);
 
+/*
+ * A fence of format version 1 as fencedwrite 1.0 left it after writing
+ * record CUR (seq > 0): CUR in its slot, the record before it (token one
+ * less) in the other.  IMAGE holds 512 bytes.
+ */
+struct fw_record;
+void fwt_v1_image(const struct fw_record *cur, char *image);
+
 #endif

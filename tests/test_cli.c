@@ -975,7 +975,7 @@ static void update_increments_and_loses_nothing_to_a_newer_holder(void **state)
 	                     "sh", "-c", "read n; echo $((n + 1))"), 0);
 	fwt_assert_content("n", "101\n");
 	/* A stale update does not run CMD. */
-	assert_int_equal(RUN(NULL, NULL, NULL, "-t", "6", "--update", "n", "--",
+	assert_int_equal(RUN(NULL, NULL, NULL, "-t", "5", "--update", "n", "--",
 	                     "touch", "ran"), 1);
 	assert_null(fwt_slurp("ran", NULL));
 	fwt_assert_content("n", "101\n");
@@ -1238,22 +1238,30 @@ static pid_t spawn_on_pty(int *master, char *const argv[])
 }
 
 /* Exit code (or 128 + signal) of PID, draining MASTER meanwhile; -1 if
-   it has not ended after LIMIT_S seconds (then it is killed). */
+   it has not ended after LIMIT_S seconds (then it is killed).  Bounded by
+   the clock: once the terminal hangs up, poll() returns at once. */
 static int wait_on_pty(pid_t pid, int master, int limit_s)
 {
-	for (int i = 0; i < limit_s * 100; i++) {
+	struct timespec start, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
 		struct pollfd p = { master, POLLIN, 0 };
 		int status;
 
-		if (poll(&p, 1, 10) > 0 && (p.revents & POLLIN)) {
-			char buf[256];
-
-			(void)!read(master, buf, sizeof(buf));
-		}
 		if (waitpid(pid, &status, WNOHANG) == pid)
 			return WIFSIGNALED(status) ? 128 + WTERMSIG(status)
 			                           : WEXITSTATUS(status);
-	}
+		if (poll(&p, 1, 10) > 0 && (p.revents & POLLIN)) {
+			char buf[256];
+
+			if (read(master, buf, sizeof(buf)) < 0)
+				nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+		} else if (p.revents) {
+			nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - start.tv_sec < limit_s);
 	kill(-pid, SIGKILL);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);

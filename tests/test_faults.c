@@ -500,15 +500,31 @@ static void lost_lock_is_never_reported_as_success(void **state)
 	assert_non_null(strstr(res.message, "superseded content (token 23)"));
 	fwt_assert_content("f", "23");
 	assert_true(fwt_fence_token("f") == 33);
+	/* the rename fails too (ESTALE, as after a frozen client): the record
+	   held for the unfinished change must not overwrite the newer one */
+	arm("renameat", 1, ESTALE);
+	{
+		int rc = commit_losing_lock(&opts, "renameat", 1, 34, "34",
+		                            &res);
+
+		if (rc != FW_LOCK_LOST)
+			fail_msg("exit %d: %s", rc, res.message);
+	}
+	arm(NULL, 0, 0);
+	fwt_assert_content("f", "23");
+	assert_true(fwt_fence_token("f") == 44);
+	hook(NULL, 0, NULL);
+	assert_int_equal(fw_commit_buffer("f", 40, "40", 2, &opts, &res),
+	                 FW_STALE);
 	/* and a claim */
 	hook("fdatasync", 1, another_host_takes_over);
-	assert_int_equal(fw_claim("f", 34, &opts, &res), FW_LOCK_LOST);
-	assert_true(fwt_fence_token("f") == 44);
+	assert_int_equal(fw_claim("f", 45, &opts, &res), FW_LOCK_LOST);
+	assert_true(fwt_fence_token("f") == 55);
 	hook(NULL, 0, NULL);
 	assert_int_equal(fwt_count_tmp("."), 0);
 	/* On a local filesystem the durable order is unchanged. */
 	arm(NULL, 0, 0);
-	assert_int_equal(commit(45, "45", &res), FW_OK);
+	assert_int_equal(commit(56, "56", &res), FW_OK);
 	assert_string_equal(trace(), "fsync pwrite fdatasync renameat fsync");
 }
 

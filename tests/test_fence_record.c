@@ -302,7 +302,7 @@ static void version_1_fences_are_read_and_upgraded_in_place(void **state)
 	struct fw_fence f, g;
 
 	(void)state;
-	fw_record_image_v1(&old, v1);
+	fwt_v1_image(&old, v1);
 	assert_non_null(memmem(v1, sizeof(v1),
 	                       "fencedwrite-fence 1 seq=4 token=40 ", 35));
 	assert_null(memmem(v1, sizeof(v1), "xxh64=", 6));
@@ -329,12 +329,12 @@ static void version_1_fences_are_read_and_upgraded_in_place(void **state)
 	assert_true(g.cur.token == 42 && g.prev.token == 41);
 	/* From a version 1 fence whose next number is even, one is skipped. */
 	old = rec(5, 50);
-	fw_record_image_v1(&old, v1);
+	fwt_v1_image(&old, v1);
 	assert_int_equal(parse_fence(v1, sizeof(v1), &f), 0);
 	assert_true(fw_record_next_seq(&f) == 7);
 	/* Tears of the upgrade write: the file grows as the bytes land. */
 	old = rec(4, 40);
-	fw_record_image_v1(&old, v1);
+	fwt_v1_image(&old, v1);
 	memcpy(up, v1, sizeof(v1));
 	fw_record_format(&next, up + FW_V1_FENCE_SIZE);
 	for (size_t cut = 1; cut < FW_SLOT_SIZE; cut++) {

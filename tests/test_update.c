@@ -67,7 +67,7 @@ static void update_reads_the_claimed_version_and_commits(void **state)
 	assert_int_equal(cur, -1);
 	fw_txn_abort(txn);
 	/* a stale claim begins nothing */
-	assert_int_equal(fw_update_begin(&txn, "s", 2, NULL, &cur, &res),
+	assert_int_equal(fw_update_begin(&txn, "s", 1, NULL, &cur, &res),
 	                 FW_STALE);
 	assert_null(txn);
 	assert_int_equal(cur, -1);
