@@ -208,12 +208,12 @@ int fw_read_version(const char *path, int out, const struct fw_opts *opts,
 			/* The fence again: unchanged, its records name every
 			   version FILE could have been meanwhile (an inode
 			   number can come back with the same content). */
-			struct fw_fence again;
+			struct fw_fence now;
 
-			rc = fence_now(&t, opts, &again, res);
+			rc = fence_now(&t, opts, &now, res);
 			if (rc != FW_OK)
 				break;
-			if (again.cur.seq == f.cur.seq &&
+			if (now.cur.seq == f.cur.seq &&
 			    token_of(&f, &got, token))
 				break;
 			err = 0;   /* read whole, its record not seen */
