@@ -93,6 +93,11 @@ build_initramfs() {
 	    overlay /newroot &&
 	mount -t tmpfs tmpfs /newroot/run &&
 	mount -t tmpfs tmpfs /newroot/tmp &&
+	case $top in
+	/tmp/*|/run/*)   # the project, hidden by those: back by its path
+		mkdir -p "/newroot$top" &&
+		mount --bind "/lower$top" "/newroot$top" ;;
+	esac &&
 	mkdir -p "/newroot$spool" &&
 	mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 spool \
 	    "/newroot$spool" || { echo "init: no root"; exec sh; }
@@ -151,7 +156,7 @@ start_vm() {
 	    -nodefaults -no-user-config -display none -no-reboot \
 	    -kernel "$assets/kernel/boot/vmlinuz-$kv" \
 	    -initrd "$assets/initramfs-$kv.cpio.gz" \
-	    -append "console=ttyS0 loglevel=4 panic=-1 mitigations=off lab.role=$role lab.spool=$dir/spool lab.init=$here/guest.sh" \
+	    -append "console=ttyS0 loglevel=4 panic=-1 mitigations=off lab.role=$role lab.spool=$dir/spool lab.init=$here/guest.sh lab.top=$top" \
 	    -serial "file:$d/console.log" \
 	    -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 	    -virtfs "local,path=$dir/spool,mount_tag=spool,security_model=none,multidevs=remap" \
