@@ -26,8 +26,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rec.file == FW_FILE_UNKNOWN)
 		rec.file = FW_FILE_ABSENT;   /* a version 1 record says nothing */
 	fw_record_image(&rec, image);
+	/* A lone record beside a blank slot is damage unless it is a
+	   fence's first (seq 0): one wiped may have held a newer record. */
 	if (fw_record_parse(image, sizeof(image), &again, why,
-	                    sizeof(why)) != 0 || again.damaged ||
+	                    sizeof(why)) != 0 ||
+	    again.damaged != (rec.seq != 0) ||
 	    again.cur.seq != rec.seq || again.cur.token != rec.token ||
 	    again.cur.pid != rec.pid || strcmp(again.cur.host, rec.host) != 0 ||
 	    strcmp(again.cur.op, rec.op) != 0 ||
