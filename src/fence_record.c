@@ -61,17 +61,44 @@ off_t fw_record_offset(uint64_t seq)
 	return (off_t)(seq % 2) * FW_SLOT_SIZE;
 }
 
-/* Always exactly 20 characters, the shape the parser insists on. */
-static void format_time(int64_t t, char out[32])
+/*
+ * UTC civil time of T (days to civil, after Howard Hinnant's algorithm).
+ * Not gmtime_r() or strftime(): glibc's read the time zone files on first
+ * use (tzset), and records are formatted while the fence's lock is held.
+ */
+static void civil(int64_t t, int f[6])
 {
-	struct tm tm;
-	time_t tt = (time_t)t;
+	int64_t days = t / 86400, secs = t % 86400, z, era, doe, yoe, doy, mp;
 
-	if (!gmtime_r(&tt, &tm) || tm.tm_year + 1900 > 9999 || tm.tm_year < 0) {
-		tt = 0;
-		gmtime_r(&tt, &tm);
+	if (secs < 0) {
+		secs += 86400;
+		days--;
 	}
-	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	z = days + 719468;
+	era = (z >= 0 ? z : z - 146096) / 146097;
+	doe = z - era * 146097;
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	f[2] = (int)(doy - (153 * mp + 2) / 5 + 1);
+	f[1] = (int)(mp < 10 ? mp + 3 : mp - 9);
+	f[0] = (int)(yoe + era * 400 + (f[1] <= 2));
+	f[3] = (int)(secs / 3600);
+	f[4] = (int)(secs / 60 % 60);
+	f[5] = (int)(secs % 60);
+}
+
+/* Always exactly 20 characters, the shape the parser insists on. */
+static void format_time(int64_t t, char out[64])
+{
+	int f[6];
+
+	/* Beyond years 0..9999 (a clock gone wrong) the record says 1970. */
+	if (t < -62167219200LL || t > 253402300799LL)
+		t = 0;
+	civil(t, f);
+	snprintf(out, 64, "%04d-%02d-%02dT%02d:%02d:%02dZ", f[0], f[1], f[2],
+	         f[3], f[4], f[5]);
 }
 
 /* A blank slot of SIZE bytes: spaces up to its newline. */
@@ -85,7 +112,7 @@ static void blank(char *slot, size_t size)
 static int format_fields(const struct fw_record *rec, int version, char *out,
                          size_t len)
 {
-	char when[32];
+	char when[64];
 	int n;
 
 	format_time(rec->time, when);
@@ -270,11 +297,27 @@ static int num(const char *p, int n)
 	return v;
 }
 
+/*
+ * Seconds since 1970 of a UTC civil time (days from civil, after Howard
+ * Hinnant's algorithm).  Not timegm(): that may read the time zone files,
+ * and the fence is parsed while its lock is held.
+ */
+static int64_t epoch_seconds(int y, int mon, int d, int h, int min, int s)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= mon <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (mon + (mon > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return ((era * 146097 + doe - 719468) * 24 + h) * 3600 +
+	       (int64_t)min * 60 + s;
+}
+
 static int timestamp(struct cursor *c, int64_t *out)
 {
 	static const char shape[] = "dddd-dd-ddTdd:dd:ddZ";
-	struct tm tm;
-	time_t t;
 
 	if (c->end - c->p < 20)
 		return -1;
@@ -284,17 +327,9 @@ static int timestamp(struct cursor *c, int64_t *out)
 		if (shape[i] == 'd' ? (ch < '0' || ch > '9') : ch != shape[i])
 			return -1;
 	}
-	memset(&tm, 0, sizeof(tm));
-	tm.tm_year = num(c->p, 4);
-	tm.tm_mon = num(c->p + 5, 2);
-	tm.tm_mday = num(c->p + 8, 2);
-	tm.tm_hour = num(c->p + 11, 2);
-	tm.tm_min = num(c->p + 14, 2);
-	tm.tm_sec = num(c->p + 17, 2);
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	t = timegm(&tm);
-	*out = (int64_t)t;
+	*out = epoch_seconds(num(c->p, 4), num(c->p + 5, 2), num(c->p + 8, 2),
+	                     num(c->p + 11, 2), num(c->p + 14, 2),
+	                     num(c->p + 17, 2));
 	c->p += 20;
 	return 0;
 }

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -365,6 +366,34 @@ static void stamp_keeps_the_record_one_line(void **state)
 		assert_true(*h != ' ' && *h != '\n');
 }
 
+/* Record times are converted without the C library's time zone code (it
+   reads files under the fence's lock): the same as gmtime_r, back and
+   forth, across leap days and centuries. */
+static void record_times_are_utc_both_ways(void **state)
+{
+	char image[FW_FENCE_SIZE], want[32];
+	struct fw_record in = rec(0, 1), out;
+	struct tm tm;
+
+	(void)state;
+	for (int64_t t = -2208988800LL; t < 4133894400LL; t += 7776000 + 86399) {
+		time_t tt = (time_t)t;
+
+		in.time = t;
+		fw_record_image(&in, image);
+		assert_int_equal(parse(image, sizeof(image), &out), 0);
+		assert_true(out.time == t);
+		assert_non_null(gmtime_r(&tt, &tm));
+		strftime(want, sizeof(want), "time=%Y-%m-%dT%H:%M:%SZ", &tm);
+		assert_non_null(memmem(image, sizeof(image), want,
+		                       strlen(want)));
+	}
+	in.time = 951782400;   /* 2000-02-29T00:00:00Z */
+	fw_record_image(&in, image);
+	assert_non_null(memmem(image, sizeof(image),
+	                       "time=2000-02-29T00:00:00Z", 25));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -377,6 +406,7 @@ int main(void)
 		cmocka_unit_test(newer_record_with_lower_token_fails_closed),
 		cmocka_unit_test(version_1_fences_are_read_and_upgraded_in_place),
 		cmocka_unit_test(stamp_keeps_the_record_one_line),
+		cmocka_unit_test(record_times_are_utc_both_ways),
 	};
 	return cmocka_run_group_tests_name("fence_record", tests, NULL, NULL);
 }
