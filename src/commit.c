@@ -528,6 +528,20 @@ int fw_txn_rollback(struct fw_txn *txn, struct fw_result *res)
 	return fw_result_end(res, res && res->message[0] ? FW_SYSTEM : FW_OK);
 }
 
+/*
+ * What FILE will be (inode, size, digest), read back from the page cache
+ * before any lock is taken.  The disk is set to writing the content first
+ * (sync_file_range), so that hashing, which is CPU work, overlaps the
+ * writeback that the fsync after it would otherwise wait for alone: for a
+ * large file that hides most of the hashing.
+ */
+static int content_identity(struct fw_txn *txn, struct fw_record *change)
+{
+	(void)sync_file_range(txn->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	memset(change, 0, sizeof(*change));
+	return fw_identity_fd(txn->fd, change);
+}
+
 int fw_txn_commit(struct fw_txn *txn, uint64_t token, struct fw_result *res)
 {
 	struct fw_record change;
@@ -540,16 +554,13 @@ int fw_txn_commit(struct fw_txn *txn, uint64_t token, struct fw_result *res)
 	   may not set them (CAP_FSETID); the owner may set them again. */
 	else if (txn->setid_mode && fchmod(txn->fd, txn->setid_mode) < 0)
 		rc = fw_fail_sys(res, errno, "fchmod", txn->tmpshown);
+	else if (content_identity(txn, &change) < 0)
+		rc = fw_fail_sys(res, errno, "read", txn->tmpshown);
 	/* 1. The content is durable before the fence can name it. */
 	else if (fw_fsync(txn->fd) < 0)
 		rc = fw_fail_sys(res, errno, "fsync", txn->tmpshown);
 	else if (fw_cancelled(&txn->opts))
 		rc = fw_fail_sys(res, EINTR, "commit", txn->t.path);
-	/* What FILE will be: read back from the page cache, before any
-	   lock is taken. */
-	else if (memset(&change, 0, sizeof(change)),
-	         fw_identity_fd(txn->fd, &change) < 0)
-		rc = fw_fail_sys(res, errno, "read", txn->tmpshown);
 	else
 		rc = fenced_change(&txn->t, token, txn->tmp, &change,
 		                   &txn->opts, res);
