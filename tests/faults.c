@@ -31,6 +31,9 @@
  * fwt_fault_hook(call, N, fn) runs fn just before the Nth call of a kind
  * (in-process), to make something happen at an exact step: another host
  * writing the fence while this one believes it holds the lock.
+ * FWT_PAUSE="call:N:marker:release" does the same for a child that another
+ * machine must catch at that step: just before the Nth call of the kind it
+ * creates the file marker, then waits until the file release exists.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -61,6 +64,8 @@ static long fake_fstype;
 static char hook_call[32];
 static int hook_nth, hook_seen;
 static void (*hook_fn)(void);
+static char pause_call[32], pause_marker[1024], pause_release[1024];
+static int pause_nth, pause_seen;
 
 static long crash_at = -1, calls;
 static int crash_err;   /* 0: SIGKILL */
@@ -114,6 +119,7 @@ __attribute__((constructor)) static void from_env(void)
 	const char *spec = getenv("FWT_FAULT");
 	const char *crash = getenv("FWT_CRASH");
 	const char *trace = getenv("FWT_TRACE");
+	const char *pause = getenv("FWT_PAUSE");
 	char call[32], how[32];
 	int nth, err;
 
@@ -121,6 +127,10 @@ __attribute__((constructor)) static void from_env(void)
 		fwt_fault_arm(call, nth, err);
 	if (crash && sscanf(crash, "%ld:%31s", &crash_at, how) == 2)
 		crash_err = strcmp(how, "kill") == 0 ? 0 : atoi(how);
+	if (pause && sscanf(pause, "%31[a-z0-9_]:%d:%1023[^:]:%1023[^:]",
+	                    pause_call, &pause_nth, pause_marker,
+	                    pause_release) != 4)
+		pause_call[0] = '\0';
 	if (trace)
 		trace_fd = REAL("open", int (*)(const char *, int, ...))
 		           (trace, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
@@ -185,10 +195,31 @@ static int armed_fault(const char *call)
 	return 1;
 }
 
+/* FWT_PAUSE: the other machine learns of the step from the marker and
+   may stop this one whole (a frozen machine answers no message); the
+   release file is the one fact this process can see after it is let go,
+   so polling it is waiting for that fact, not guessing a time. */
+static void pause_here(const char *call)
+{
+	int fd;
+
+	if (!pause_call[0] || strcmp(call, pause_call) != 0 ||
+	    ++pause_seen != pause_nth)
+		return;
+	fd = REAL("open", int (*)(const char *, int, ...))
+	     (pause_marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		REAL("close", int (*)(int))(fd);
+	while (access(pause_release, F_OK) != 0)
+		usleep(10000);
+}
+
 /* 1 if this call must fail (errno set); may not return (SIGKILL). */
 static int fault(const char *call)
 {
 	size_t n = strlen(names);
+
+	pause_here(call);
 
 	if (hook_fn && strcmp(call, hook_call) == 0 && ++hook_seen == hook_nth) {
 		void (*fn)(void) = hook_fn;

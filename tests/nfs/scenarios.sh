@@ -20,9 +20,17 @@
 #               option; prints each mount's /proc/self/mountinfo line
 #   large       8 MiB commits on client1 while client2 reads with cat;
 #               counts ESTALE and leftover .nfs files (recorded, not judged)
+#   read        the same writes while client2 reads with fencedwrite --read
+#               (every other read with --token-file): no read fails, each
+#               is one whole version (by checksum)
+#   lease       A on client1 paused by tests/faults.so (FWT_PAUSE) just
+#               before its rename, client1's machine frozen past the NFSv4
+#               lease while B on client2 commits N+1 (-w): A must exit 8
+#               (lock lost), never 0; on v3 lockd keeps A's lock, B exits 4
 #
 # usage: tests/nfs/scenarios.sh BUILD_DIR [SCENARIO...]
-# Default: seed freeze contention control mounts large.  With FWT_NFS_LAB=DIR, an
+# Default: seed freeze contention control mounts large read (not lease: see
+# README.md).  With FWT_NFS_LAB=DIR, an
 # already running lab (lab.sh up DIR) is used and left running.
 # FWT_NFS_WRITERS, FWT_NFS_OPS: contention writers per client and operations
 # per writer (3 and 200).  Prints PASS/FAIL lines and "nfs: N passed, M failed".
@@ -37,7 +45,7 @@ CHECK=$build/tests/history_check
 LOAD=$build/tests/nfsload
 WRITERS=${FWT_NFS_WRITERS:-3}
 OPS=${FWT_NFS_OPS:-200}
-scenarios=${*:-seed freeze contention control mounts large}
+scenarios=${*:-seed freeze contention control mounts large read}
 passed=0
 failed=0
 
@@ -308,10 +316,146 @@ large() {
 	echo "time: large $v $(( $(ms) - t0 )) ms"
 }
 
+# A (token 11) on client1 paused by tests/faults.so just before its rename
+# (the fence already holds 11, FILE not yet A's); client1's whole machine is
+# then stopped while B (token 12) on client2 waits for the lock.  NFSv4: the
+# server ends client1's lease (10 s) and gives B the lock; when client1 goes
+# on, A's rename lands after B's commit, and A must say so (exit 8), never
+# report success.  NFSv3: lockd has no lease, B gives up (exit 4) and A
+# commits.  Prints what FILE and the fence hold afterwards.
+lease() {
+	local v=$1 f=/mnt/$1/lease-$1-$run.txt a arc brc t0 tb waited frozen=no
+	local wait=60 want content fence
+	[ "$v" = v3 ] && wait=20
+	t0=$(ms)
+	rm -f "$spool/lease.ready" "$spool/lease.go"
+	on client1 sh -c "echo base | '$FW' -t 10 '$f'" || { fail "lease $v: setup"; return; }
+	on client1 sh -c 'echo "content by A" |
+	    FWT_PAUSE="renameat:1:$1/lease.ready:$1/lease.go" LD_PRELOAD="$2" \
+	    "$3" -t 11 "$4"' sh "$spool" "$build/tests/faults.so" "$FW" "$f" \
+	    >"$lab/lease-a.out" 2>"$lab/lease-a.err" &
+	a=$!
+	wait_spool lease.ready || { fail "lease $v: A never reached its rename"; kill "$a"; return; }
+	"$LAB" freeze "$lab" client1 && frozen=yes
+	tb=$(ms)
+	on client2 sh -c "echo 'content by B' | '$FW' -t 12 -w $wait '$f'" \
+	    >"$lab/lease-b.out" 2>"$lab/lease-b.err"
+	brc=$?
+	waited=$(( $(ms) - tb ))
+	"$LAB" resume "$lab" client1 || frozen=no
+	: >"$spool/lease.go"
+	wait "$a"
+	arc=$?
+	content=$(on client2 cat "$f")
+	fence=$(on client2 "$FW" --show "$f")
+	echo "lease $v: B (token 12, -w $wait) exit $brc after $waited ms; A (token 11) exit $arc: $(cat "$lab/lease-a.err")"
+	echo "lease $v: afterwards FILE holds '$content', the fence $fence"
+	if [ $frozen = no ]; then
+		fail "lease $v: could not stop or continue client1's machine"
+	elif [ "$v" = v3 ]; then
+		if [ $brc -eq 4 ] && [ $arc -eq 0 ] &&
+		    [ "$content" = "content by A" ] && [ "$fence" = 11 ]; then
+			pass "lease $v: lockd kept A's lock through the freeze: B gave up (exit 4) after $waited ms, A committed (exit 0)"
+		else
+			fail "lease $v: B exit $brc, A exit $arc, content '$content', fence '$fence'"
+			cat "$lab/lease-b.err"
+		fi
+	else
+		want=no
+		if [ $arc -eq 8 ] && grep -q "may now hold this superseded content" "$lab/lease-a.err"; then
+			want=superseded
+		elif [ $arc -eq 8 ] && grep -q "was not changed" "$lab/lease-a.err"; then
+			want=unchanged
+		fi
+		if [ $brc -eq 0 ] && [ $want != no ] && [ "$fence" = 12 ] &&
+		    case $want:$content in
+		    superseded:"content by A"|superseded:"content by B") true ;;
+		    unchanged:"content by B") true ;;
+		    *) false ;;
+		    esac; then
+			pass "lease $v: client1's lease expired during the freeze; B got the lock after $waited ms and committed 12; A exit 8 ($want); FILE holds '$content', fence 12"
+		else
+			fail "lease $v: B exit $brc after $waited ms, A exit $arc, content '$content', fence '$fence'"
+			cat "$lab/lease-b.err"
+		fi
+	fi
+	echo "time: lease $v $(( $(ms) - t0 )) ms"
+}
+
+# 8 MiB commits on client1 while client2 reads FILE with `fencedwrite
+# --read` in a loop, every other read with --token-file.  Each version is
+# "tok=NN", 8 MiB of random bytes and "end=NN": client1 records every
+# version's checksum, client2 every read's; each read must be one of those
+# versions whole, and a --token-file read's token must be its version's.
+read_versions() {
+	local v=$1 f=/mnt/$1/read-$1-$run.txt t0 r w bad reads fails
+	t0=$(ms)
+	rm -f "$spool/read.stop" "$spool/read-sums.$v" "$spool/read-seen.$v"
+	on client1 sh -c '{ echo "tok=10"; head -c 8388608 /dev/urandom; echo "end=10"; } >/tmp/ver &&
+	    md5sum </tmp/ver >>"$3" && "$1" -t 10 "$2" </tmp/ver' sh "$FW" "$f" \
+	    "$spool/read-sums.$v" || { fail "read $v: first commit"; return; }
+	on client2 cat "$f" >/dev/null
+	on client2 sh -c '
+		n=0 fails=0
+		while [ ! -e "$3" ]; do
+			if [ $((n % 2)) -eq 0 ]; then
+				"$1" --read "$2" >/tmp/out 2>/tmp/read.err
+				rc=$? tok=
+			else
+				rm -f /tmp/tok
+				"$1" --read --token-file /tmp/tok "$2" >/tmp/out 2>/tmp/read.err
+				rc=$? tok=$(cat /tmp/tok 2>/dev/null)
+			fi
+			n=$((n + 1))
+			if [ $rc -ne 0 ]; then
+				fails=$((fails + 1))
+				echo "  --read exit $rc: $(cat /tmp/read.err)" >&2
+				continue
+			fi
+			head=$(head -n 1 /tmp/out)
+			if [ -n "$tok" ] && [ "$head" != "tok=$tok" ]; then
+				fails=$((fails + 1))
+				echo "  --token-file says $tok, the content begins $head" >&2
+			fi
+			echo "$(md5sum </tmp/out) $head" >>"$4"
+		done
+		echo "reads=$n failed=$fails"' sh "$FW" "$f" "$spool/read.stop" \
+	    "$spool/read-seen.$v" >"$lab/read.$v" 2>"$lab/read-err.$v" &
+	r=$!
+	on client1 sh -c '
+		i=11 bad=0
+		while [ $i -le 16 ]; do
+			{ echo "tok=$i"; head -c 8388608 /dev/urandom; echo "end=$i"; } >/tmp/ver
+			md5sum </tmp/ver >>"$3"
+			"$1" -t "$i" "$2" </tmp/ver || bad=$((bad + 1))
+			i=$((i + 1))
+		done
+		echo "commits=$((i - 11 - bad)) failed=$bad"' sh "$FW" "$f" \
+	    "$spool/read-sums.$v" >"$lab/read-w.$v" 2>&1
+	w=$?
+	: >"$spool/read.stop"
+	wait "$r"
+	# Every read's checksum must be one a version had.
+	bad=$(awk 'NR == FNR { sum[$1] = 1; next } !($1 in sum)' \
+	    "$spool/read-sums.$v" "$spool/read-seen.$v" | wc -l)
+	reads=$(sed -n 's/.*reads=\([0-9]*\).*/\1/p' "$lab/read.$v")
+	fails=$(sed -n 's/.*failed=\([0-9]*\).*/\1/p' "$lab/read.$v")
+	if [ $w -eq 0 ] && grep -q "failed=0" "$lab/read-w.$v" &&
+	    [ "${fails:-1}" -eq 0 ] && [ "$bad" -eq 0 ] && [ "${reads:-0}" -gt 0 ] &&
+	    [ "$(on client2 head -n 1 "$f")" = "tok=16" ]; then
+		pass "read $v: client1 $(cat "$lab/read-w.$v") of 8 MiB; client2 --read: $(cat "$lab/read.$v"), every read one whole version (reads per version:$(awk '{print $3}' "$spool/read-seen.$v" | sort | uniq -c | awk '{printf " %s x%s", $2, $1}'))"
+	else
+		fail "read $v: writer: $(cat "$lab/read-w.$v"); reader: $(cat "$lab/read.$v"); reads of no version: $bad"
+	fi
+	head -n 4 "$lab/read-err.$v"
+	echo "time: read $v $(( $(ms) - t0 )) ms"
+}
+
 for s in $scenarios; do
 	case $s in
 	mounts|control) "$s" ;;
-	seed|freeze|contention|large) "$s" v3; "$s" v4 ;;
+	seed|freeze|contention|large|lease) "$s" v3; "$s" v4 ;;
+	read) read_versions v3; read_versions v4 ;;
 	*) fail "unknown scenario '$s'" ;;
 	esac
 done
