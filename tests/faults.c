@@ -337,6 +337,26 @@ ssize_t read(int fd, void *buf, size_t n)
 	return REAL("read", ssize_t (*)(int, void *, size_t))(fd, buf, n);
 }
 
+/* Likewise pread, as a client whose NFSv4 lock was lost sees it (EIO). */
+ssize_t pread(int fd, void *buf, size_t n, off_t off);
+ssize_t pread64(int fd, void *buf, size_t n, off_t off);
+
+ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	if (armed_fault("pread"))
+		return -1;
+	return REAL("pread", ssize_t (*)(int, void *, size_t, off_t))
+	       (fd, buf, n, off);
+}
+
+ssize_t pread64(int fd, void *buf, size_t n, off_t off)
+{
+	if (armed_fault("pread"))
+		return -1;
+	return REAL("pread64", ssize_t (*)(int, void *, size_t, off_t))
+	       (fd, buf, n, off);
+}
+
 ssize_t write(int fd, const void *buf, size_t n)
 {
 	off_t off;

@@ -516,15 +516,32 @@ static void lost_lock_is_never_reported_as_success(void **state)
 	hook(NULL, 0, NULL);
 	assert_int_equal(fw_commit_buffer("f", 40, "40", 2, &opts, &res),
 	                 FW_STALE);
+	/* A client that finds its lease expired fails every read through
+	   the lost lock with EIO: the check after the rename sees that, and
+	   says what it means. */
+	{
+		struct fw_txn *txn;
+
+		assert_int_equal(fw_txn_begin(&txn, "f", &opts, &res), FW_OK);
+		assert_int_equal(fw_txn_write(txn, "45", 2, &res), FW_OK);
+		/* preads: the content's identity (2), the lock's read, the
+		   checks before the record and before the rename; then
+		   the one after the rename fails */
+		arm("pread", 6, EIO);
+		assert_int_equal(fw_txn_commit(txn, 45, &res), FW_LOCK_LOST);
+		arm(NULL, 0, 0);
+		assert_non_null(strstr(res.message, "superseded content"));
+		fwt_assert_content("f", "45");
+	}
 	/* and a claim */
 	hook("fdatasync", 1, another_host_takes_over);
-	assert_int_equal(fw_claim("f", 45, &opts, &res), FW_LOCK_LOST);
-	assert_true(fwt_fence_token("f") == 55);
+	assert_int_equal(fw_claim("f", 46, &opts, &res), FW_LOCK_LOST);
+	assert_true(fwt_fence_token("f") == 56);
 	hook(NULL, 0, NULL);
 	assert_int_equal(fwt_count_tmp("."), 0);
 	/* On a local filesystem the durable order is unchanged. */
 	arm(NULL, 0, 0);
-	assert_int_equal(commit(56, "56", &res), FW_OK);
+	assert_int_equal(commit(57, "57", &res), FW_OK);
 	assert_string_equal(trace(), "fsync pwrite fdatasync renameat fsync");
 }
 

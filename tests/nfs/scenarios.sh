@@ -29,8 +29,8 @@
 #               (lock lost), never 0; on v3 lockd keeps A's lock, B exits 4
 #
 # usage: tests/nfs/scenarios.sh BUILD_DIR [SCENARIO...]
-# Default: seed freeze contention control mounts large read (not lease: see
-# README.md).  With FWT_NFS_LAB=DIR, an
+# Default: seed freeze contention control mounts large read lease.  With
+# FWT_NFS_LAB=DIR, an
 # already running lab (lab.sh up DIR) is used and left running.
 # FWT_NFS_WRITERS, FWT_NFS_OPS: contention writers per client and operations
 # per writer (3 and 200).  Prints PASS/FAIL lines and "nfs: N passed, M failed".
@@ -45,7 +45,7 @@ CHECK=$build/tests/history_check
 LOAD=$build/tests/nfsload
 WRITERS=${FWT_NFS_WRITERS:-3}
 OPS=${FWT_NFS_OPS:-200}
-scenarios=${*:-seed freeze contention control mounts large read}
+scenarios=${*:-seed freeze contention control mounts large read lease}
 passed=0
 failed=0
 
