@@ -285,10 +285,7 @@ int fw_claim(const char *path, uint64_t token, const struct fw_opts *opts,
 	struct stat st;
 	int rc, present;
 
-	fw_result_start(res);
-	if (token == 0)
-		return fw_result_end(res, fw_zero_token(res));
-	rc = fw_target_start(&t, path, &opts, res);
+	rc = fw_target_begin(&t, path, token, &opts, res);
 	if (rc != FW_OK)
 		return fw_result_end(res, rc);
 	rc = fw_mount_check(&t, opts, res);
@@ -655,10 +652,7 @@ int fw_delete(const char *path, uint64_t token, const struct fw_opts *opts,
 	struct target t;
 	int rc;
 
-	fw_result_start(res);
-	if (token == 0)
-		return fw_result_end(res, fw_zero_token(res));
-	rc = fw_target_start(&t, path, &opts, res);
+	rc = fw_target_begin(&t, path, token, &opts, res);
 	if (rc != FW_OK)
 		return fw_result_end(res, rc);
 	rc = fw_mount_check(&t, opts, res);

@@ -32,10 +32,7 @@ int fw_check(const char *path, uint64_t token, const struct fw_opts *opts,
 	struct stat st;
 	int rc;
 
-	fw_result_start(res);
-	if (token == 0)
-		return fw_result_end(res, fw_zero_token(res));
-	rc = fw_target_start(&t, path, &opts, res);
+	rc = fw_target_begin(&t, path, token, &opts, res);
 	if (rc != FW_OK)
 		return fw_result_end(res, rc);
 	rc = fw_fence_lock(&t, 0, FW_ABSENT_REPORTS,

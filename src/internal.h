@@ -75,6 +75,11 @@ struct target {
 FW_HIDDEN int fw_target_open(struct target *t, const char *path,
                              const struct fw_opts *opts,
                              struct fw_result *res);
+/* What every action with a token does first: a clean RES, token 0
+   refused, then fw_target_start. */
+FW_HIDDEN int fw_target_begin(struct target *t, const char *path,
+                              uint64_t token, const struct fw_opts **opts,
+                              struct fw_result *res);
 /* The same after making a NULL *OPTS the defaults. */
 FW_HIDDEN int fw_target_start(struct target *t, const char *path,
                               const struct fw_opts **opts,

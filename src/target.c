@@ -154,8 +154,19 @@ int fw_file_state(const struct target *t, struct stat *st,
 	return 0;
 }
 
-/* What every entry point does first: defaults, a clean result, FILE's
-   directory and fence located. */
+/* What every action with a token does first: a clean result, token 0
+   refused, then what every entry point does. */
+int fw_target_begin(struct target *t, const char *path, uint64_t token,
+                    const struct fw_opts **opts, struct fw_result *res)
+{
+	fw_result_start(res);
+	if (token == 0)
+		return fw_zero_token(res);
+	return fw_target_start(t, path, opts, res);
+}
+
+/* What every entry point does first: defaults, FILE's directory and fence
+   located. */
 int fw_target_start(struct target *t, const char *path,
                     const struct fw_opts **opts, struct fw_result *res)
 {
