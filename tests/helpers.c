@@ -358,3 +358,27 @@ void fwt_v1_image(const struct fw_record *cur, char *image)
 	fw_record_image_v1(cur, image);
 	memcpy(image + half - at, prev_image + half - at, half);
 }
+
+void fwt_write_next_record(const char *fence,
+                           void (*edit)(struct fw_record *, void *),
+                           void *arg)
+{
+	char image[FW_FENCE_SIZE + 1], slot[FW_SLOT_SIZE], why[160];
+	struct fw_record next;
+	struct fw_fence f;
+	int fd = open(fence, O_RDWR);
+	ssize_t n;
+
+	assert_true(fd >= 0);
+	n = pread(fd, image, sizeof(image), 0);
+	assert_int_equal(fw_record_parse(image, (size_t)n, &f, why,
+	                                 sizeof(why)), 0);
+	next = f.cur;
+	next.seq = fw_record_next_seq(&f);
+	edit(&next, arg);
+	fw_record_format(&next, slot);
+	assert_int_equal(pwrite(fd, slot, sizeof(slot),
+	                        fw_record_offset(next.seq)),
+	                 (ssize_t)sizeof(slot));
+	close(fd);
+}

@@ -78,5 +78,13 @@ void fwt_fit_mount_line(FILE *f, const char *dir, const char *point,
  */
 struct fw_record;
 void fwt_v1_image(const struct fw_record *cur, char *image);
+/*
+ * Write into the fence FENCE, by hand, the record after its newest one:
+ * a copy of the newest with the next sequence number, changed by EDIT
+ * (with ARG).  For states a crash or another host leaves behind.
+ */
+void fwt_write_next_record(const char *fence,
+                           void (*edit)(struct fw_record *, void *),
+                           void *arg);
 
 #endif

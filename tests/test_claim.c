@@ -281,36 +281,18 @@ static void read_version_gives_the_token_of_the_bytes_read(void **state)
 	fwt_assert_content("out", "forged\n");
 }
 
-/* Write REC as the next record of PATH's fence, by hand: a state a crash
-   can leave (a commit recorded, its rename never made). */
-static void record_by_hand(const char *path, uint64_t token, const char *op,
-                           uint64_t ino)
+/* A commit of TOKEN recorded (inode INO), its rename never made: a
+   state a crash leaves. */
+static void unfinished_commit(struct fw_record *next, void *arg)
 {
-	char fence[64], image[FW_FENCE_SIZE + 1], slot[FW_SLOT_SIZE], why[160];
-	struct fw_record next;
-	struct fw_fence f;
-	int fd;
-	ssize_t n;
+	uint64_t token = ((const uint64_t *)arg)[0];
 
-	snprintf(fence, sizeof(fence), "%s.fence", path);
-	fd = open(fence, O_RDWR);
-	assert_true(fd >= 0);
-	n = pread(fd, image, sizeof(image), 0);
-	assert_int_equal(fw_record_parse(image, (size_t)n, &f, why,
-	                                 sizeof(why)), 0);
-	next = f.cur;
-	next.seq = fw_record_next_seq(&f);
-	next.token = next.ftoken = token;
-	strcpy(next.op, op);
-	next.file = FW_FILE_PRESENT;
-	next.ino = ino;
-	next.size = 4;
-	next.digest = 1;
-	fw_record_format(&next, slot);
-	assert_int_equal(pwrite(fd, slot, sizeof(slot),
-	                        fw_record_offset(next.seq)),
-	                 (ssize_t)sizeof(slot));
-	close(fd);
+	next->token = next->ftoken = token;
+	strcpy(next->op, "commit");
+	next->file = FW_FILE_PRESENT;
+	next->ino = ((const uint64_t *)arg)[1];
+	next->size = 4;
+	next->digest = 1;
 }
 
 /*
@@ -327,7 +309,11 @@ static void claim_of_the_fences_own_token_changes_nothing(void **state)
 
 	(void)state;
 	assert_int_equal(commit("r", 5, "old\n", &res), FW_OK);
-	record_by_hand("r", 6, "commit", 999999);   /* unfinished */
+	{
+		uint64_t how[2] = { 6, 999999 };   /* token, inode */
+
+		fwt_write_next_record("r.fence", unfinished_commit, how);
+	}
 	seq = show("r").seq;
 	assert_int_equal(fw_claim("r", 6, NULL, &res), FW_OK);
 	assert_true(show("r").seq == seq);

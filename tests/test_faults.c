@@ -425,27 +425,16 @@ static void unfinished_change_is_finished_by_retrying_its_token(
 
 /* Another host, which got the lock after ours lapsed, records a newer
    token (ours + 10) in the fence. */
+static void ten_more(struct fw_record *next, void *arg)
+{
+	(void)arg;
+	next->token += 10;
+	next->pid = 1;
+}
+
 static void another_host_takes_over(void)
 {
-	char image[FW_FENCE_SIZE + 1], slot[FW_SLOT_SIZE], why[160];
-	struct fw_record next;
-	struct fw_fence f;
-	int fd = open("f.fence", O_RDWR);
-	ssize_t n;
-
-	assert_true(fd >= 0);
-	n = pread(fd, image, sizeof(image), 0);
-	assert_int_equal(fw_record_parse(image, (size_t)n, &f, why,
-	                                 sizeof(why)), 0);
-	next = f.cur;
-	next.seq = fw_record_next_seq(&f);
-	next.token = f.cur.token + 10;
-	next.pid = 1;
-	fw_record_format(&next, slot);
-	assert_int_equal(pwrite(fd, slot, sizeof(slot),
-	                        fw_record_offset(next.seq)),
-	                 (ssize_t)sizeof(slot));
-	close(fd);
+	fwt_write_next_record("f.fence", ten_more, NULL);
 }
 
 /* Commit DATA under TOKEN on "NFS" with the takeover at the Nth CALL. */
