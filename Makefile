@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fencedwrite - fenced atomic file replacement.
 #
 #   make            build the command and the libraries into build/

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fwbench - measurements behind `make bench`.  Every figure is a ratio to a
  * baseline measured in the same run, the two interleaved operation by

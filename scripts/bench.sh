@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # make bench: run bench/fwbench's measurements side by side with their
 # baselines and print one table of target against measured.
 # usage: scripts/bench.sh BUILD DIR [table|csv|json]

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The commands run under etcdctl expand $ETCD_LOCK_REV themselves.
 # shellcheck disable=SC2016
 # The paused-holder story with real etcd leases, narrated: a private etcd on

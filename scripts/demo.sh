@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Play the paused-holder story with the real command, narrating each step.
 # Every command shown is run exactly as printed: pasted into a shell, in an
 # empty directory with fencedwrite in PATH, it does the same.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Make sure what the build or the tests need is installed.  As root, a
 # missing Debian package is installed with apt-get; otherwise the script
 # names the package and fails.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Run a private, single-member etcd on 127.0.0.1 for tests and demos.
 #   scripts/etcd-local.sh start DIR   start it; DIR/endpoint gets its URL
 #   scripts/etcd-local.sh stop DIR    stop it and remove its data

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Run each libFuzzer target for SECONDS on its seed corpus; new inputs go to
 # a scratch directory, never into the repository.  A crash, a leak or a
 # sanitizer report fails the run; its input is kept in BUILD/crashes.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Run the named test suites from build directory $1, each in a fresh
 # temporary directory, and end with one summary line.
 # usage: scripts/run-tests.sh BUILD_DIR SUITE...

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Install into a temporary DESTDIR, build and run a C program against the
 # staged shared library through pkg-config, then uninstall and check that
 # nothing is left.  Prints one summary line; exits non-zero on failure.

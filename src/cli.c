@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cli.c - fencedwrite(1): options, messages and exit codes over the
  * library.  Protocol decisions live in commit.c; this file only translates.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cli.h - the command's options, parsed apart from running them so the
  * parser can be tested and fuzzed on its own.

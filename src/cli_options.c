@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cli_options.c - fencedwrite(1)'s options: the table, the help text and
  * their parsing.  Each option has its line in --help and in the man page,

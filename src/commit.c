@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * commit.c - the fenced commit protocol, in the order of its steps.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * digest.c - the content digest a fence records: XXH64 (seed 0).
  *

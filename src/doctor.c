@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * doctor.c - fencedwrite --doctor: where FILE lives, which lock kind works
  * there, and whether fencing can hold.  Changes nothing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fence.c - the fence file's life: created whole, locked and read (and
  * believed only when its owner and its records allow), advanced by one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fence_record.c - the fence file format (see fencedwrite-fence(5)).
  *

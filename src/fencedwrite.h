@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fencedwrite.h - replace a file on a shared filesystem only for the holder
  * of the newest fencing token.

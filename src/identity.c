@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * identity.c - what FILE is (absent, or inode, size and digest), and
  * whether it is what a fence record says it is.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * inspect.c - the actions that look and change nothing: would a token be
  * accepted (--check), what the fence holds (--show), and whether FILE is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * io.c - the few system calls whose short counts and EINTR every caller
  * would otherwise handle again.

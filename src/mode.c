@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mode.c - the owner, group and permission bits of the files we create:
  * FILE's replacement keeps FILE's, where the process may set them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mount.c - where a file lives, and whether fcntl locks there reach every
  * host that can write it.

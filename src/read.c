@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * read.c - one whole version of FILE, for readers on NFS.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * status.c - outcomes and their messages.  The library never prints: it
  * hands the caller one line that names what failed, and the caller decides.

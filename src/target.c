@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * target.c - where FILE and its fence are: each directory opened once, so
  * that every later step is relative to a descriptor and a concurrent rename

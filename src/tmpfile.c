@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tmpfile.c - temporary files and the leftovers of writers that died.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * token.c - the one spelling of a fencing token.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trust.c - whose fence this is, and whether this process may believe it.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The commands run under etcdctl expand $ETCD_LOCK_REV themselves.
 # shellcheck disable=SC2016
 # End-to-end against a real etcd on 127.0.0.1 (started here, stopped at the

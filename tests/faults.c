@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * faults.so - LD_PRELOAD shim for tests, never built into the tool.
  *

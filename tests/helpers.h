@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * helpers.h - what the suites share: a fresh directory per test, files in
  * and out, running the command, and a lock held by another process.

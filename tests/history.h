@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * history.h - the invariant checker for a history of fenced writes, shared
  * by the contention suite and the etcd end-to-end test.

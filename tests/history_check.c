@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * history_check LOG FILE - check a history of fenced writes recorded by a
  * script, one operation a line: "START_NS END_NS TOKEN EXIT_CODE", then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * noofd.so - LD_PRELOAD shim for tests: the kernel "has no OFD locks"
  * (as some NFSv3 clients answer), so the library must fall back to classic

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the fence knows of FILE: claims at takeover, the same commit
  * twice, verification of FILE against the records, and fences written by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The command: its exit codes, messages and options, as a script sees
    them. */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The commit protocol through the library: every outcome, and the state
    each leaves on disk. */
 #define _GNU_SOURCE

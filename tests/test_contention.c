@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Contention: writer processes, each with threads, commit random tokens
  * (fresh, equal, stale) to one FILE while reader processes read it in a

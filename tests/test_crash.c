@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Crash and failure at every step (run under faults.so).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The content digest: XXH64 as Debian's `xxhsum -H64` computes it, the
  * same value however the content is split into writes.

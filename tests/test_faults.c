@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * I/O failures at each durable step of a commit (run under faults.so):
  * every failure leaves FILE old or new, whole; the fence never falls

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The fence format: round trip, torn slots, every corruption, version 1
    fences and their upgrade. */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Locking: other processes, timeouts, a fence replaced while we wait, and
    the classic-lock fallback (run again under noofd.so). */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Where a file lives: the mount table analysis on fixtures for every kind
  * of mount that matters, --doctor's verdicts, and writes refused where the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fw_read (run under faults.so): one whole version of FILE or nothing,
  * through the ESTALE and ENOENT an NFS reader meets while another host

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The token parser: one spelling per token, nothing a script bug could
    turn into a token nobody issued. */
 #include "helpers.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fenced read-modify-write: an update claims its token, reads the version
  * the claim covers and commits what it computed from it; a newer claim or

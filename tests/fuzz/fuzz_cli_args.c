@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: the command's option parser.  The input is split at
  * NUL bytes into arguments.  Besides not crashing: a parse that succeeds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: the fence record parser on arbitrary bytes.  Besides
  * not crashing, a record it accepts must survive a round trip: formatted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: the token parser, checked against a second, naive
  * implementation: accepted exactly when the text is all digits, its value

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The machine runs these commands and expands their variables itself.
 # shellcheck disable=SC2016
 # Commit latency of the fencedwrite command as a cron job on an NFS client

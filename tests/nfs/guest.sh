@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The lab machines' side of tests/nfs/lab.sh; runs inside the guests only.
 #   guest.sh boot ROLE SPOOL   process 1: network, NFS daemons, then serve
 #                              the commands that lab.sh run sends

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # A three-machine NFS lab under qemu (software emulation): a server that
 # exports a tmpfs over NFSv3 (lockd, statd) and NFSv4.2, and two clients,
 # client1 and client2, that mount it as a fleet would.  The machines boot

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # NFS lab: real NFS (v3 with lockd/statd, v4.2) between three qemu machines
 # that boot Debian's kernel; see tests/nfs/README.md.  Not part of check:
 # it needs root to install qemu and the NFS tools, and a few minutes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * nfsload - one lab client's share of the cross-host contention scenario.
  *

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The command runs on a lab machine, which expands its own $$.
 # shellcheck disable=SC2016
 # fencedwrite against a real NFS server from two real client kernels (the
