@@ -7,7 +7,8 @@
 #   make demo-etcd  the same with real etcd leases
 #   make install    PREFIX=/usr/local DESTDIR= (make uninstall reverses it)
 
-VERSION    := 1.0.0
+# One version, the header's: fw_version(), --version and the packages agree.
+VERSION    := $(shell sed -n 's/^\#define FW_VERSION "\(.*\)"/\1/p' src/fencedwrite.h)
 SOVERSION  := 1
 PREFIX     ?= /usr/local
 DESTDIR    ?=
@@ -16,6 +17,8 @@ LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+DOCDIR     ?= $(PREFIX)/share/doc/fencedwrite
+DOCS       := $(wildcard docs/*.md) $(wildcard NEWS)
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
@@ -36,7 +39,7 @@ LIB_SRC := src/commit.c src/digest.c src/doctor.c src/fence.c src/fence_record.c
            src/identity.c \
            src/inspect.c src/io.c src/mode.c src/lock.c \
            src/mount.c src/status.c src/target.c src/tmpfile.c src/token.c \
-           src/read.c src/trust.c
+           src/read.c src/trust.c src/abi.c src/nfs_client.c
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 HEADERS := src/fencedwrite.h src/internal.h
 
@@ -45,7 +48,7 @@ SONAME  := libfencedwrite.so.$(SOVERSION)
 SHARED  := $(B)/libfencedwrite.so.$(VERSION)
 BIN     := $(B)/fencedwrite
 
-TESTS   := test_token test_digest test_fence_record test_claim test_lock test_commit test_cli \
+TESTS   := test_abi test_token test_digest test_fence_record test_claim test_lock test_commit test_cli \
            test_contention test_faults test_crash test_hostile test_mount \
            test_read test_update
 # A suite named NAME@noofd runs again with OFD locks refused (tests/noofd.c),
@@ -65,7 +68,7 @@ MANS := man/fencedwrite.1 man/fencedwrite-etcd.1 man/libfencedwrite.3 \
 
 .PHONY: all all-tests check check-deps check-asan check-valgrind demo install \
         uninstall clean lint lint-man fuzz fuzz-build torture check-etcd demo-etcd \
-        bench check-nfs bench-nfs
+        bench check-nfs bench-nfs abi-check abi-baseline
 
 all: $(BIN) $(STATIC) $(SHARED)
 
@@ -79,9 +82,10 @@ $(STATIC): $(LIB_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(SHARED): $(LIB_OBJ)
+$(SHARED): $(LIB_OBJ) src/libfencedwrite.map
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) \
-	    -o $@ $^ $(LDLIBS_LIB)
+	    -Wl,--version-script=src/libfencedwrite.map \
+	    -o $@ $(LIB_OBJ) $(LDLIBS_LIB)
 	ln -sf libfencedwrite.so.$(VERSION) $(B)/$(SONAME)
 	ln -sf $(SONAME) $(B)/libfencedwrite.so
 
@@ -121,6 +125,7 @@ check: check-deps
 	@$(MAKE) --no-print-directory all-tests
 	@scripts/run-tests.sh $(B) $(SUITES)
 	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory abi-check
 	@scripts/test-install.sh
 	@$(MAKE) --no-print-directory check-asan
 	@$(MAKE) --no-print-directory check-valgrind
@@ -222,6 +227,18 @@ check-valgrind: check-deps
 	    FWT_FIXTURES=$$(pwd)/tests/fixtures \
 	    $(VG_B)/tests/test_cli
 
+# ---- the library's ABI ---------------------------------------------------
+
+# The built library against the recorded baseline (scripts/abi-check.sh).
+abi-check: $(SHARED)
+	@scripts/ensure-deps.sh abigail
+	@scripts/abi-check.sh $(SHARED)
+
+# After a deliberate, compatible change (src/fencedwrite.h's policy).
+abi-baseline: $(SHARED)
+	@scripts/ensure-deps.sh abigail
+	@scripts/abi-check.sh $(SHARED) --record
+
 # ---- install -------------------------------------------------------------
 
 install: all
@@ -242,6 +259,15 @@ install: all
 	    $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/libfencedwrite.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 644 man/fencedwrite-fence.5 $(DESTDIR)$(MANDIR)/man5/
+	install -d $(DESTDIR)$(DOCDIR)
+	install -m 644 README.md LICENSE $(DOCS) $(DESTDIR)$(DOCDIR)/
+	@# Into the live system the dynamic linker's cache must learn the new
+	@# library, or the command and programs linking it do not find it
+	@# without LD_LIBRARY_PATH.  A staged install (DESTDIR) leaves that to
+	@# the package's own trigger.
+	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null 2>&1; then \
+	    echo "ldconfig $(LIBDIR)"; ldconfig $(LIBDIR) || ldconfig; \
+	fi
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/fencedwrite $(DESTDIR)$(BINDIR)/fencedwrite-etcd \
@@ -254,6 +280,10 @@ uninstall:
 	    $(DESTDIR)$(MANDIR)/man1/fencedwrite-etcd.1 \
 	    $(DESTDIR)$(MANDIR)/man3/libfencedwrite.3 \
 	    $(DESTDIR)$(MANDIR)/man5/fencedwrite-fence.5
+	rm -rf $(DESTDIR)$(DOCDIR)
+	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null 2>&1; then \
+	    ldconfig; \
+	fi
 
 clean:
 	rm -rf build build-asan build-clang $(VG_B) $(FUZZ_B)

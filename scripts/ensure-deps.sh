@@ -5,7 +5,7 @@
 # names the package and fails.
 # usage: scripts/ensure-deps.sh NEED...
 #   NEED: cmocka, mandoc, cppcheck, clang-tidy, shellcheck, valgrind, clang,
-#         etcd, nfs
+#         etcd, nfs, abigail
 # nfs: qemu, socat and the host's NFS user-space tools (run inside the
 # guests over a read-only share of /; no NFS daemon starts on this host), plus
 # Debian's kernel and busybox-static downloaded and unpacked, not installed,
@@ -20,6 +20,8 @@ have() {
 	        [ -f /usr/include/cmocka.h ] ;;
 	mandoc|cppcheck|clang-tidy|shellcheck|valgrind|clang)
 		command -v "$1" >/dev/null 2>&1 ;;
+	abigail) command -v abidw >/dev/null 2>&1 &&
+	         command -v abidiff >/dev/null 2>&1 ;;
 	etcd) command -v etcd >/dev/null 2>&1 &&
 	      command -v etcdctl >/dev/null 2>&1 ;;
 	nfs) command -v qemu-system-x86_64 >/dev/null 2>&1 &&
@@ -35,6 +37,7 @@ package() {
 	case $1 in
 	cmocka) echo "libcmocka-dev pkg-config" ;;
 	clang) echo clang ;;
+	abigail) echo abigail-tools ;;
 	etcd) echo etcd-server etcd-client ;;
 	nfs) echo qemu-system-x86 nfs-kernel-server nfs-common kmod socat ;;
 	*) echo "$1" ;;

@@ -16,7 +16,9 @@ root=$stage$prefix
 for f in bin/fencedwrite bin/fencedwrite-etcd lib/libfencedwrite.a lib/libfencedwrite.so.1 \
          lib/libfencedwrite.so include/fencedwrite.h \
          lib/pkgconfig/fencedwrite.pc share/man/man1/fencedwrite.1 share/man/man1/fencedwrite-etcd.1 \
-         share/man/man3/libfencedwrite.3 share/man/man5/fencedwrite-fence.5; do
+         share/man/man3/libfencedwrite.3 share/man/man5/fencedwrite-fence.5 \
+         share/doc/fencedwrite/README.md share/doc/fencedwrite/LICENSE \
+         share/doc/fencedwrite/DEPLOYMENT.md; do
 	[ -e "$root/$f" ] || fail "missing $prefix/$f"
 done
 soname=$(readelf -d "$root/lib/libfencedwrite.so.1" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
@@ -48,4 +50,31 @@ if LD_LIBRARY_PATH=$root/lib "$stage/use" "$stage/data" 4 stale; then fail "stal
 make -s uninstall DESTDIR="$stage" PREFIX="$prefix" >/dev/null
 left=$(find "$root" -type f -o -type l)
 [ -z "$left" ] || fail "uninstall left: $left"
-echo "install: 1 passed, 0 failed"
+
+# Into the live system (root only, and only where no fencedwrite is
+# installed already, which this test would overwrite and then remove): a
+# program linked against the library must run without LD_LIBRARY_PATH,
+# which takes the ldconfig that make install runs.
+live=/usr/local
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install: live install skipped: not root"
+	echo "install: 1 passed, 0 failed"
+	exit 0
+fi
+if ls $live/lib/libfencedwrite* $live/bin/fencedwrite >/dev/null 2>&1; then
+	echo "install: live install skipped: $live already has fencedwrite"
+	echo "install: 1 passed, 0 failed"
+	exit 0
+fi
+make -s install PREFIX=$live >/dev/null
+flags=$(PKG_CONFIG_PATH=$live/lib/pkgconfig pkg-config --cflags --libs fencedwrite)
+# shellcheck disable=SC2086 # the flags are words
+${CC:-cc} -o "$stage/use-live" "$stage/use.c" $flags
+live_ok=true
+env -u LD_LIBRARY_PATH "$stage/use-live" "$stage/live" 3 hello || live_ok=false
+make -s uninstall PREFIX=$live >/dev/null
+$live_ok || fail "a program linked against the installed library did not run without LD_LIBRARY_PATH (ldconfig)"
+if ls $live/lib/libfencedwrite* >/dev/null 2>&1; then fail "live uninstall left files"; fi
+# The uninstall's ldconfig forgot the library again.
+if ldconfig -p | grep -q libfencedwrite.so.1; then fail "ldconfig still lists libfencedwrite.so.1 after uninstall"; fi
+echo "install: 2 passed, 0 failed"

@@ -690,7 +690,28 @@ static void doctor_json(const struct cli *c, const struct fw_doctor_report *r)
 	printf(",\"o_tmpfile\":%s,\"safe\":%s",
 	       r->o_tmpfile ? "true" : "false", r->safe ? "true" : "false");
 	json_field("why", r->mount.why);
+	if (r->lease_seconds >= 0)
+		printf(",\"lease_seconds\":%ld", r->lease_seconds);
+	else
+		printf(",\"lease_seconds\":null");
+	printf(",\"recover_lost_locks\":%s", r->recover_lost_locks < 0 ? "null"
+	       : r->recover_lost_locks ? "true" : "false");
 	printf("}\n");
+}
+
+/* The NFSv4 lines of --doctor: how long a frozen client keeps believing
+   it holds the lock, and whether it takes a lost lock back silently. */
+static void doctor_nfs_lines(const struct fw_doctor_report *r)
+{
+	if (r->lease_seconds >= 0)
+		printf("nfs lease:   %ld s (a client cut off from the server "
+		       "longer loses its locks unawares)\n", r->lease_seconds);
+	if (r->recover_lost_locks == 1)
+		printf("lost locks:  recover_lost_locks=Y: a lost lock is taken "
+		       "back without a word; set nfs.recover_lost_locks=N\n");
+	else if (r->recover_lost_locks == 0)
+		printf("lost locks:  recover_lost_locks=N: a lost lock stays "
+		       "lost and the writer is told (exit 8)\n");
 }
 
 static int do_doctor(struct cli *c, struct fw_result *res)
@@ -714,6 +735,7 @@ static int do_doctor(struct cli *c, struct fw_result *res)
 		       r.lock_granted ? "granted" : "not granted (busy)");
 		printf("locks reach: %s\n", scope_name(r.mount.scope));
 		printf("O_TMPFILE:   %s\n", r.o_tmpfile ? "yes" : "no");
+		doctor_nfs_lines(&r);
 		printf("verdict:     %s: %s\n", r.safe ? "fencing holds"
 		       : "fencing cannot hold", r.mount.why);
 	}

@@ -47,7 +47,7 @@
 #include "internal.h"
 
 /* What a NULL struct fw_opts means (fw_opts_init gives the same). */
-const struct fw_opts fw_default_opts = { NULL, -1, 0, 0, NULL, NULL };
+const struct fw_opts fw_default_opts = { .timeout_ms = -1 };
 
 void fw_opts_init(struct fw_opts *opts)
 {

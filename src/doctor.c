@@ -60,6 +60,8 @@ int fw_doctor(const char *path, const struct fw_opts *opts,
 		opts = &fw_default_opts;
 	fw_result_start(res);
 	memset(rep, 0, sizeof(*rep));
+	rep->lease_seconds = -1;
+	rep->recover_lost_locks = -1;
 	rc = fw_target_open(&t, path, opts, res);
 	if (rc != FW_OK)
 		return fw_result_end(res, rc);
@@ -76,6 +78,10 @@ int fw_doctor(const char *path, const struct fw_opts *opts,
 		         "on this host");
 	}
 	probe_lock(&t, opts, rep);
+	/* A mount table given for diagnosis describes another host's mounts:
+	   this client's settings would be a wrong answer about it. */
+	if (!opts->mountinfo)
+		fw_nfs_client_report(rep);
 	fd = openat(t.dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		rep->o_tmpfile = 1;

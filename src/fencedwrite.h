@@ -50,6 +50,27 @@
  * are used, and those belong to the whole process and are dropped by ANY
  * close() of the fence file in the process: a program that opens and closes
  * a fence file itself, outside this library, can break the exclusion.
+ *
+ * Compatibility (the ABI): the library is libfencedwrite.so.1, its symbols
+ * carry the version FENCEDWRITE_1 (later additions a node of their own
+ * release) and only the fw_ functions below are exported.  A program built
+ * against this header keeps working with every later 1.x library:
+ *   - The structures a caller allocates (fw_opts, fw_result, fw_fence_info,
+ *     fw_status, fw_mount_info, fw_doctor_report) keep their size and every
+ *     field's offset for ever.  Each ends in reserved space; a new field is
+ *     taken from it, and its zero value means the behaviour before it
+ *     existed.  So an old program's zeroed reserve asks for the old
+ *     behaviour, and a new library never writes past an old structure.
+ *   - The library zeroes the reserved space of every structure it fills.
+ *     fw_opts_init() and fw_status_init() zero the whole structure; a
+ *     caller that does not use them zeroes it itself (= {0}).
+ *   - When a structure's reserve is used up, a new structure and new
+ *     functions are added beside the old ones, which keep working.
+ *   - enum fw_code may gain values: treat a code you do not know as a
+ *     failure.
+ *   - fw_version() tells the library's version at run time; FW_VERSION is
+ *     this header's.
+ * make abi-check holds the library to this against a recorded baseline.
  */
 #ifndef FENCEDWRITE_H
 #define FENCEDWRITE_H
@@ -63,7 +84,14 @@
 extern "C" {
 #endif
 
-#define FW_VERSION "1.0.0"
+#define FW_VERSION "1.1.0"
+#define FW_VERSION_MAJOR 1
+#define FW_VERSION_MINOR 1
+#define FW_VERSION_PATCH 0
+
+/* The library's own version ("1.1.0"), which may be newer than FW_VERSION
+   of the header a program was built with. */
+const char *fw_version(void);
 
 /*
  * Outcomes.  The values are the exit codes of fencedwrite(1), so a C program
@@ -98,6 +126,7 @@ struct fw_result {
 	int fence_read;         /* 1 if fence_token below was read from the fence */
 	uint64_t fence_token;   /* the fence's token when the decision was made */
 	char message[1024];     /* one line, no trailing newline; "" on FW_OK */
+	uint64_t reserved[8];   /* zeroed: room for later fields */
 };
 
 /* Flags for struct fw_opts.flags. */
@@ -128,9 +157,14 @@ struct fw_opts {
 	   fence has not yet been written; once it has, the commit finishes.
 	   NULL: interrupted calls are retried. */
 	volatile sig_atomic_t *cancel;
+	/* Zero (fw_opts_init): room for later options, whose zero value is
+	   the behaviour before they existed. */
+	uint64_t reserved[8];
 };
 
-/* Defaults: fence beside FILE, wait for ever, no flags. */
+/* Defaults: fence beside FILE, wait for ever, no flags, the reserve
+   zeroed.  (A structure zeroed by the caller instead differs only in
+   timeout_ms: 0, do not wait.) */
 void fw_opts_init(struct fw_opts *opts);
 
 /*
@@ -275,6 +309,7 @@ struct fw_fence_info {
 	char host[65];      /* ... on this host */
 	char op[8];         /* "init", "create", "commit", "delete" or
 	                       "claim" */
+	uint64_t reserved[4];   /* zeroed */
 };
 
 /* Read PATH's fence under a shared lock.  A missing fence is FW_UNSAFE. */
@@ -310,14 +345,8 @@ enum fw_verdict {
 	                           not record FILE; the next change adds it */
 };
 
-/*
- * What the fence says and whether FILE agrees.  Callers set SIZE (with
- * fw_status_init) and the library fills at most that many bytes, so a
- * program built against this header keeps working when later versions
- * add fields at the end.
- */
+/* What the fence says and whether FILE agrees. */
 struct fw_status {
-	size_t size;                  /* sizeof(struct fw_status) */
 	struct fw_fence_info fence;   /* the newest record */
 	int verdict;                  /* enum fw_verdict */
 	int file_present;             /* FILE exists */
@@ -329,8 +358,11 @@ struct fw_status {
 	uint64_t ino, file_size, digest;  /* what the newest record says FILE
 	                                     is: inode, size, XXH64 */
 	char what[256];               /* the verdict in words */
+	uint64_t reserved[8];         /* zeroed */
 };
 
+/* Zero ST (fw_status and fw_verify fill it whole; kept for programs that
+   call it before them). */
 void fw_status_init(struct fw_status *st);
 
 /*
@@ -377,6 +409,7 @@ struct fw_mount_info {
 	char options[512];      /* the options that matter here, or "" */
 	int scope;              /* enum fw_lock_scope */
 	char why[256];          /* one line: what decides the scope */
+	uint64_t reserved[4];   /* zeroed */
 };
 
 struct fw_doctor_report {
@@ -385,6 +418,17 @@ struct fw_doctor_report {
 	int lock_granted;       /* 1 if a test lock was granted */
 	int o_tmpfile;          /* 1 if O_TMPFILE works in the directory */
 	int safe;               /* 1 if fencing holds (scope SHARED or LOCAL) */
+	/* On NFSv4, the lease the server announced: a client cut off from
+	   the server longer than this loses its locks, silently (see
+	   FW_LOCK_LOST).  -1 where unknown or not NFSv4. */
+	long lease_seconds;
+	/* The NFS client's recover_lost_locks setting (module parameter
+	   nfs.recover_lost_locks): 1 means a lock lost that way is taken
+	   again without a word once the server is back, after another
+	   client may have taken and released it.  -1 where unknown or not
+	   NFS. */
+	int recover_lost_locks;
+	uint64_t reserved[8];   /* zeroed */
 };
 
 /*

@@ -16,6 +16,7 @@
 
 static void fence_info(const struct fw_record *r, struct fw_fence_info *info)
 {
+	memset(info, 0, sizeof(*info));
 	info->token = r->token;
 	info->seq = r->seq;
 	info->time = r->time;
@@ -81,7 +82,6 @@ int fw_show(const char *path, const struct fw_opts *opts,
 void fw_status_init(struct fw_status *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->size = sizeof(*st);
 }
 
 static const char *verdict_words(int v)
@@ -176,7 +176,6 @@ static int status(const char *path, const struct fw_opts *opts, int deep,
 	struct fw_fence f;
 	struct fw_lock lk;
 	struct target t;
-	size_t n;
 	int rc;
 
 	fw_result_start(res);
@@ -193,11 +192,7 @@ static int status(const char *path, const struct fw_opts *opts, int deep,
 		}
 		fw_target_close(&t);
 	}
-	/* A caller built against an older, smaller struct gets the part it
-	   knows of. */
-	n = out->size < sizeof(st) ? out->size : sizeof(st);
-	st.size = out->size;
-	memcpy(out, &st, n);
+	*out = st;
 	if (rc == FW_OK && deep && st.verdict != FW_VERIFY_SAME)
 		rc = fw_fail(res, FW_UNSAFE, "%s: %s", path, st.what);
 	else if (rc == FW_OK)

@@ -132,6 +132,22 @@ FW_HIDDEN int fw_mount_check(struct target *t, const struct fw_opts *opts,
                              struct fw_result *res);
 /* 1 if statfs type F_TYPE is a known local filesystem. */
 FW_HIDDEN int fw_fs_is_local(long f_type);
+/* All of a kernel table (PATH) in a NUL-terminated buffer to free; NULL
+   with errno set (EFBIG: too long to be one). */
+FW_HIDDEN char *fw_mount_read_table(const char *path);
+/* Decode the \ooo escapes of the kernel's mount tables, in place. */
+FW_HIDDEN void fw_mount_unescape(char *s);
+
+/* ---- nfs_client.c: what this host's NFS client says about a mount ---- */
+
+/* The NFSv4 lease of the mount at MOUNT_POINT, in seconds, from STATS (the
+   text of /proc/self/mountstats); -1 if not found. */
+FW_HIDDEN long fw_nfs_lease(const char *stats, const char *mount_point);
+/* The NFS client's recover_lost_locks from PARAM (the text of its module
+   parameter file): 1, 0, or -1 if not readable. */
+FW_HIDDEN int fw_nfs_recover_lost_locks(const char *param);
+/* Fill REP's lease_seconds and recover_lost_locks for its mount. */
+FW_HIDDEN void fw_nfs_client_report(struct fw_doctor_report *rep);
 
 /* ---- digest.c: XXH64 of FILE's content ------------------------------ */
 

@@ -39,8 +39,7 @@
 
 #include "internal.h"
 
-/* Decode \ooo escapes in place. */
-static void unescape(char *s)
+void fw_mount_unescape(char *s)
 {
 	char *out = s;
 
@@ -432,8 +431,8 @@ static int parse_line(const char *line, size_t len, struct mline *l)
 		l->buf = NULL;
 		return 0;
 	}
-	unescape(f[4]);
-	unescape(f[dash + 2]);
+	fw_mount_unescape(f[4]);
+	fw_mount_unescape(f[dash + 2]);
 	l->point = f[4];
 	l->fstype = f[dash + 1];
 	l->source = f[dash + 2];
@@ -524,7 +523,7 @@ static int judge_layer(const char *text, unsigned long long overlay_id,
 {
 	struct layer_search s = { .path = path };
 
-	unescape(path);
+	fw_mount_unescape(path);
 	if (each_line(text, layer_line, &s) < 0)
 		return -1;
 	if (!s.found || s.id == overlay_id ||
@@ -646,7 +645,7 @@ int fw_mount_analyse(const char *text, unsigned long long mnt_id,
  * NULL with errno set, EFBIG past MOUNTINFO_MAX.  A FIFO is opened without
  * waiting for a writer, then read normally.
  */
-static char *read_all(const char *path)
+char *fw_mount_read_table(const char *path)
 {
 	size_t cap = 16384, len = 0;
 	char *buf = malloc(cap);
@@ -712,7 +711,7 @@ int fw_mount_of(int dirfd, const char *shown, const char *table,
 		return fw_fail_sys(res, errno, "statx", shown);
 	if (stx.stx_mask & STATX_MNT_ID)
 		id = stx.stx_mnt_id;
-	text = read_all(path);
+	text = fw_mount_read_table(path);
 	if (!text && errno == EFBIG)
 		return fw_fail(res, FW_UNSAFE, "%s: longer than %zu MiB, not a "
 		               "mount table; cannot tell whether fencing holds "

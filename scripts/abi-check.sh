@@ -1,0 +1,67 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Hold the built shared library to the recorded ABI baseline
+# (tests/abi/libfencedwrite.so.1.abi): the exported functions, and the
+# size and every field offset of each structure a caller allocates.
+#   scripts/abi-check.sh LIB            compare; fail on any difference
+#   scripts/abi-check.sh LIB --record   write the baseline anew
+# A difference fails even when compatible (a function added): the
+# baseline is then recorded again in the same change, so that the next
+# comparison is against what was released.
+set -eu
+
+lib=$1
+baseline=tests/abi/libfencedwrite.so.1.abi
+[ -f "$lib" ] || { echo "abi-check: no $lib (make)" >&2; exit 2; }
+
+# Only what the public header declares is ABI (internal.h beside it in
+# src/ is not); no paths of the build machine go into the baseline.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/include"
+cp src/fencedwrite.h "$work/include/"
+dump() {
+	abidw --headers-dir "$work/include" --drop-private-types \
+	    --no-corpus-path --no-comp-dir-path --no-show-locs \
+	    --out-file "$2" "$1"
+}
+
+if [ "${2:-}" = --record ]; then
+	mkdir -p "$(dirname "$baseline")"
+	dump "$lib" "$baseline"
+	echo "abi-check: recorded $baseline from $lib"
+	exit 0
+fi
+
+# Exported names: fw_ functions of version FENCEDWRITE_1... only.
+bad=$(nm -D --defined-only "$lib" |
+      awk '$2 != "A" && $3 !~ /^fw_[a-z0-9_]*@@FENCEDWRITE_1(\.[0-9]+)*$/ {print $3}')
+if [ -n "$bad" ]; then
+	echo "abi-check: FAIL: exported outside fw_*@FENCEDWRITE_1: $bad" >&2
+	exit 1
+fi
+
+now=$work/now.abi
+dump "$lib" "$now"
+set +e
+abidiff --no-added-syms "$baseline" "$now" >/dev/null 2>&1
+compat=$?
+abidiff "$baseline" "$now"
+rc=$?
+set -e
+# abidiff's status is a bit set: 1 error, 2 usage, 4 change, 8 incompatible.
+if [ $((rc & 3)) -ne 0 ]; then
+	echo "abi-check: FAIL: abidiff could not compare (status $rc)" >&2
+	exit 1
+elif [ $((rc & 8)) -ne 0 ]; then
+	echo "abi-check: FAIL: incompatible with the baseline: programs built against an older header would break" >&2
+	exit 1
+elif [ $rc -ne 0 ]; then
+	if [ $compat -eq 0 ]; then
+		echo "abi-check: FAIL: functions added; give them a version node of their release in src/libfencedwrite.map and record the baseline (make abi-baseline)" >&2
+	else
+		echo "abi-check: FAIL: the structures or functions changed (above): that breaks programs built against the older header unless it only takes reserved space as src/fencedwrite.h allows; if it does, record it (make abi-baseline)" >&2
+	fi
+	exit 1
+fi
+echo "abi-check: $lib matches $baseline"
