@@ -63,12 +63,16 @@ TEST_BIN := $(TESTS:%=$(B)/tests/%) $(SHIMS) $(B)/tests/history_check
 CMOCKA_CFLAGS = $(shell pkg-config --cflags cmocka 2>/dev/null)
 CMOCKA_LIBS   = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
+# man fw_commit_buffer (and every other public function) opens
+# libfencedwrite(3): the names are listed in man/libfencedwrite.links.
+MAN3_LINKS := $(shell sed -n 's/^\(fw_[a-z_]*\)$$/\1/p' man/libfencedwrite.links)
+
 MANS := man/fencedwrite.1 man/fencedwrite-etcd.1 man/libfencedwrite.3 \
         man/fencedwrite-fence.5
 
 .PHONY: all all-tests check check-deps check-asan check-valgrind demo install \
         uninstall clean lint lint-man fuzz fuzz-build torture check-etcd demo-etcd \
-        bench check-nfs bench-nfs abi-check abi-baseline
+        bench check-nfs bench-nfs abi-check abi-baseline check-docs
 
 all: $(BIN) $(STATIC) $(SHARED)
 
@@ -126,6 +130,7 @@ check: check-deps
 	@scripts/run-tests.sh $(B) $(SUITES)
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory abi-check
+	@$(MAKE) --no-print-directory check-docs
 	@scripts/test-install.sh
 	@$(MAKE) --no-print-directory check-asan
 	@$(MAKE) --no-print-directory check-valgrind
@@ -191,6 +196,11 @@ fuzz-build: check-deps
 # make fuzz FUZZ_SECONDS=600 for a long run; make check runs 5 s each.
 fuzz: fuzz-build
 	@scripts/fuzz.sh $(FUZZ_B) $(FUZZ_SECONDS) $(FUZZERS)
+
+# Every command shown in README.md, the manual pages and make demo, run as
+# printed (tests/docs_test.sh).
+check-docs: all
+	@tests/docs_test.sh $(B)
 
 demo: $(BIN)
 	@scripts/demo.sh $(BIN)
@@ -258,6 +268,8 @@ install: all
 	install -m 644 man/fencedwrite.1 man/fencedwrite-etcd.1 \
 	    $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/libfencedwrite.3 $(DESTDIR)$(MANDIR)/man3/
+	for f in $(MAN3_LINKS); do \
+	    ln -sf libfencedwrite.3 $(DESTDIR)$(MANDIR)/man3/$$f.3; done
 	install -m 644 man/fencedwrite-fence.5 $(DESTDIR)$(MANDIR)/man5/
 	install -d $(DESTDIR)$(DOCDIR)
 	install -m 644 README.md LICENSE $(DOCS) $(DESTDIR)$(DOCDIR)/
@@ -280,6 +292,7 @@ uninstall:
 	    $(DESTDIR)$(MANDIR)/man1/fencedwrite-etcd.1 \
 	    $(DESTDIR)$(MANDIR)/man3/libfencedwrite.3 \
 	    $(DESTDIR)$(MANDIR)/man5/fencedwrite-fence.5
+	for f in $(MAN3_LINKS); do rm -f $(DESTDIR)$(MANDIR)/man3/$$f.3; done
 	rm -rf $(DESTDIR)$(DOCDIR)
 	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null 2>&1; then \
 	    ldconfig; \

@@ -1,9 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Play the paused-holder story with the real command, narrating each step.
-# Every command shown is run exactly as printed: pasted into a shell, in an
-# empty directory with fencedwrite in PATH, it does the same.
+# Every command shown is run exactly as printed, by eval in this shell, and
+# keeps its state in the shell (a=$! for a job, wait $a for its status), so
+# the printed lines, pasted in order into sh or bash in an empty directory
+# with fencedwrite in PATH, do the same (tests/docs_test.sh replays them).
 # usage: scripts/demo.sh [PATH-TO-fencedwrite]
+# The shown commands are in single quotes on purpose: eval expands them.
+# shellcheck disable=SC2016
 set -eu
 
 fw=${1:-fencedwrite}
@@ -27,12 +31,6 @@ run() {
 	rc=0
 	eval "$1" 2>&1 || rc=$?
 }
-# Wait until the fence of report.txt holds token $1 (a claim has landed).
-wait_fence() {
-	until [ "$(fencedwrite --show report.txt 2>/dev/null)" = "$1" ]; do
-		sleep 0.05
-	done
-}
 unexpected() {
 	echo "demo: unexpected outcome: $*" >&2
 	exit 1
@@ -44,34 +42,29 @@ run 'echo "report of yesterday" | fencedwrite -t 6 report.txt'
 say "Host A's cron job gets the lease with token 7. It claims 7 before its producer starts."
 echo "  (The producer then hangs: a GC pause, a slow disk. Here it waits on the FIFO a.gate.)"
 run 'mkfifo a.gate b.gate'
-run 'fencedwrite -t 7 report.txt -- sh -c "echo report by A; read go < a.gate" &'
-a=$!
-wait_fence 7
+run 'fencedwrite -t 7 report.txt -- sh -c "echo report by A; read go < a.gate" & a=$!'
+echo "  (Wait until A's claim is in the fence:)"
+run 'until [ "$(fencedwrite --show report.txt)" = 7 ]; do sleep 0.1; done'
 run 'fencedwrite --show report.txt'
 
 say "A's lease expires. Host B gets it with token 8, and claims 8 as it starts."
 echo "  (B's producer takes a while too: it waits on b.gate.)"
-run 'fencedwrite -t 8 report.txt -- sh -c "read go < b.gate; echo report by B" &'
-b=$!
-wait_fence 8
+run 'fencedwrite -t 8 report.txt -- sh -c "read go < b.gate; echo report by B" & b=$!'
+run 'until [ "$(fencedwrite --show report.txt)" = 8 ]; do sleep 0.1; done'
 run 'fencedwrite --show report.txt'
 
 say "A wakes up, still believing it holds the lease. B has not finished, yet A is turned away:"
 run 'echo go > a.gate'
-set +e
-wait "$a"
-arc=$?
-set -e
+run 'wait $a'
+arc=$rc
 echo "  A's fencedwrite exited with status $arc (1 = stale token, nothing changed)."
 [ "$arc" -eq 1 ] || unexpected "A exited $arc"
 run 'cat report.txt'
 
 say "B's producer finishes; B commits under token 8."
 run 'echo go > b.gate'
-set +e
-wait "$b"
-brc=$?
-set -e
+run 'wait $b'
+brc=$rc
 [ "$brc" -eq 0 ] || unexpected "B exited $brc"
 run 'cat report.txt'
 run 'fencedwrite --show --json report.txt'
