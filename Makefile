@@ -72,7 +72,8 @@ MANS := man/fencedwrite.1 man/fencedwrite-etcd.1 man/libfencedwrite.3 \
 
 .PHONY: all all-tests check check-deps check-asan check-valgrind demo install \
         uninstall clean lint lint-man fuzz fuzz-build torture check-etcd demo-etcd \
-        bench check-nfs bench-nfs abi-check abi-baseline check-docs
+        bench check-nfs bench-nfs abi-check abi-baseline check-docs \
+        check-suites check-install check-fuzz
 
 all: $(BIN) $(STATIC) $(SHARED)
 
@@ -125,17 +126,20 @@ check-deps:
 
 # Each suite runs in its own fresh temporary directory; the command tests
 # find the binary through FW_BIN.
+# The NFS lab (check-nfs) runs beside the other steps: scripts/check.sh.
+CHECK_STEPS := check-suites lint abi-check check-docs check-install \
+               check-asan check-valgrind check-etcd check-fuzz
 check: check-deps
-	@$(MAKE) --no-print-directory all-tests
+	@$(MAKE) --no-print-directory all-tests $(NFS_LOAD)
+	@MAKE="$(MAKE)" scripts/check.sh $(B) $(CHECK_STEPS)
+
+check-suites: all-tests
 	@scripts/run-tests.sh $(B) $(SUITES)
-	@$(MAKE) --no-print-directory lint
-	@$(MAKE) --no-print-directory abi-check
-	@$(MAKE) --no-print-directory check-docs
+
+check-install: all
 	@scripts/test-install.sh
-	@$(MAKE) --no-print-directory check-asan
-	@$(MAKE) --no-print-directory check-valgrind
-	@$(MAKE) --no-print-directory check-etcd
-	@$(MAKE) --no-print-directory check-nfs
+
+check-fuzz:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5
 
 all-tests: all $(TEST_BIN)
