@@ -1,15 +1,17 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Run a private, single-member etcd on 127.0.0.1 for tests and demos.
-#   scripts/etcd-local.sh start DIR   start it; DIR/endpoint gets its URL
-#   scripts/etcd-local.sh stop DIR    stop it and remove its data
+#   scripts/etcd-local.sh start DIR [PORT]  start it; DIR/endpoint gets its URL
+#   scripts/etcd-local.sh stop DIR           stop it and remove its data
 # Every URL is given explicitly so nothing listens beyond loopback; the
 # ports are picked among those not in use, with a retry if one is taken
-# between the choice and the start.
+# between the choice and the start.  PORT fixes the client port (2379 is
+# what documented examples name), for a network namespace of its own
+# where no other etcd can hold it.
 set -eu
 
 usage() {
-	echo "usage: $0 start|stop DIR" >&2
+	echo "usage: $0 start DIR [PORT] | stop DIR" >&2
 	exit 2
 }
 
@@ -25,7 +27,7 @@ start() {
 	dir=$1
 	mkdir -p "$dir"
 	for attempt in 1 2 3 4 5; do
-		c=$(free_port); p=$(free_port); m=$(free_port)
+		c=${2:-$(free_port)}; p=$(free_port); m=$(free_port)
 		rm -rf "$dir/data"
 		etcd --name fw-test --data-dir "$dir/data" \
 		    --listen-client-urls "http://127.0.0.1:$c" \
@@ -71,9 +73,9 @@ stop() {
 	rm -rf "$dir/data" "$dir/pid" "$dir/endpoint"
 }
 
-[ $# -eq 2 ] || usage
+[ $# -ge 2 ] || usage
 case $1 in
-start) start "$2" ;;
-stop) stop "$2" ;;
+start) [ $# -le 3 ] || usage; start "$2" "${3:-}" ;;
+stop) [ $# -eq 2 ] || usage; stop "$2" ;;
 *) usage ;;
 esac

@@ -12,8 +12,12 @@
 #      lease expires; B takes the lock with a higher revision and commits;
 #      A is resumed and its commit is rejected (exit 1); the file holds B's
 #      content and the fence B's revision;
-#   2. the crontab line of the README, as written;
+#   2. the crontab lines of fencedwrite-etcd(1) and README.md, run as cron
+#      would run them, byte for byte;
 #   3. fencedwrite-etcd: exit codes passed through; etcd unreachable is 7;
+#      its fencedwrite options checked before the wait for the lock;
+#      --lock-timeout against a second holder; no "Error: exit status"
+#      from etcdctl in a stale run's messages; --version;
 #   4. HOSTS cron-style hosts run JOBS jobs each on one file while a chaos
 #      loop stops random hosts past their lease; the history is checked by
 #      tests/history.c (real-time order, justified rejections, final state).
@@ -32,6 +36,102 @@ HOSTS=${FWT_ETCD_HOSTS:-3}
 JOBS=${FWT_ETCD_JOBS:-6}
 FENCEDWRITE=$FW
 export FW FENCEDWRITE
+
+# Section 2, the documented crontab lines, run as printed.
+# The crontab of fencedwrite-etcd(1)'s EXAMPLES (as mandoc prints it) and
+# the crontab blocks of README.md's etcd section (their assignments apply
+# to the lines after them, as in one crontab) are run the way cron runs
+# them: an environment of cron's own (PATH=/usr/bin:/bin, SHELL, HOME,
+# LOGNAME) plus the crontab's assignments, and the text after the five
+# time fields through /bin/sh -c.  Not a byte of them is changed; instead
+# the world they name is arranged, in a mount and network namespace of
+# their own (see cron_namespace): etcd1 and etcd2 resolve to 127.0.0.1,
+# where a private etcd listens on 2379; the job runs chrooted into a root
+# that shares this machine's /usr and /etc, whose /usr/local/bin holds
+# this build's fencedwrite and fencedwrite-etcd and a make-report that
+# prints the revision it runs under, and whose /shared is a test
+# directory.  Each job must exit 0 with nothing for cron to mail, leave
+# make-report's output in /shared/report.txt, and leave the fence at the
+# lock's revision: the one etcd's revision counter says the job created
+# (its lock key, created at R and deleted at R + 1).
+# An assignment, or a job: five time fields and the command.
+cron_entry='^[A-Za-z_][A-Za-z0-9_]*=|^([0-9*/,-]+[[:space:]]+){5}[^[:space:]]'
+crontab_lines() {
+	mandoc -T ascii "$top/man/fencedwrite-etcd.1" | col -b |
+	    sed -n '/^EXAMPLES$/,/^SEE ALSO$/p' | sed 's/^[[:space:]]*//' |
+	    grep -E "$cron_entry" | sed 's/^/fencedwrite-etcd.1: /'
+	sed -n '/^### With etcd/,/^##/p' "$top/README.md" |
+	    awk '/^```/ { inside = !inside; next } inside' |
+	    grep -E "$cron_entry" | sed 's/^/README.md: /'
+}
+
+cron_namespace() {
+	work=$1
+	ip link set lo up || return 1
+	"$top/scripts/etcd-local.sh" start "$work/cronetcd" 2379 || return 1
+	root=$work/cronroot
+	mkdir -p "$root/usr" "$root/etc" "$root/dev" "$root/proc" "$root/tmp" \
+	    "$root/shared" "$work/cronbin" || return 1
+	for l in bin lib lib64 sbin; do
+		[ ! -L "/$l" ] || ln -s "$(readlink "/$l")" "$root/$l"
+	done
+	cp "$FW" "$WRAP" "$work/cronbin/" || return 1
+	printf '#!/bin/sh\necho "report at revision $ETCD_LOCK_REV"\n' \
+	    >"$work/cronbin/make-report"
+	chmod 755 "$work/cronbin/make-report"
+	printf '127.0.0.1 localhost etcd1 etcd2\n' >"$work/hosts"
+	mount --bind /usr "$root/usr" && mount --bind /etc "$root/etc" &&
+	    mount --rbind /dev "$root/dev" && mount --rbind /proc "$root/proc" &&
+	    mount --bind "$work/cronbin" "$root/usr/local/bin" &&
+	    mount --bind "$work/hosts" "$root/etc/hosts" || return 1
+	set --
+	doc=
+	while IFS= read -r entry; do
+		# Each document is a crontab of its own.
+		[ "${entry%%: *}" = "$doc" ] || set --
+		doc=${entry%%: *} line=${entry#*: }
+		case $line in
+		[A-Za-z_]*=*)
+			# Plain NAME=value only: anything cron would parse
+			# further (quotes, blanks) is not run as printed here.
+			case $line in *[\ \"\']*)
+				echo "FAIL: $doc: crontab line '$line': quotes or blanks"
+				continue ;;
+			esac
+			set -- "$@" "$line"
+			continue ;;
+		esac
+		cmd=$(printf '%s\n' "$line" |
+		    sed -E 's/^([0-9*\/,-]+[[:space:]]+){5}//')
+		case $cmd in *%*)
+			echo "FAIL: $doc: '$cmd' has a %, which cron turns into a newline"
+			continue ;;
+		esac
+		rm -f "$root/shared/report.txt" "$root/shared/report.txt.fence"
+		out=$(chroot "$root" /usr/bin/env -i SHELL=/bin/sh HOME=/ \
+		    LOGNAME=root PATH=/usr/bin:/bin "$@" /bin/sh -c "$cmd" 2>&1)
+		rc=$?
+		rev=$(ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:2379 \
+		    endpoint status -w json | sed 's/.*"revision":\([0-9]*\).*/\1/')
+		fence=$("$FW" --show "$root/shared/report.txt" 2>&1)
+		content=$(cat "$root/shared/report.txt" 2>&1)
+		if [ "$rc" -eq 0 ] && [ -z "$out" ] &&
+		    [ "$fence" = $((rev - 1)) ] &&
+		    [ "$content" = "report at revision $fence" ]; then
+			echo "ok: $doc: '$line' run as printed (env: $*): exit 0, no output, report.txt '$content', fence $fence = the lock's revision"
+		else
+			echo "FAIL: $doc: '$line' (env: $*): exit $rc, output '$out', fence '$fence', content '$content', etcd revision $rev"
+		fi
+	done <"$work/crontab"
+	"$top/scripts/etcd-local.sh" stop "$work/cronetcd"
+}
+
+# The crontab lines run inside a namespace: tests/etcd_e2e.sh BUILD_DIR
+# --cron-namespace WORK (see section 2).
+if [ "${2:-}" = --cron-namespace ]; then
+	cron_namespace "$3"
+	exit
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/fwetcd.XXXXXX") || exit 5
 passed=0
@@ -117,29 +217,113 @@ while [ $r -le "$ROUNDS" ]; do
 	r=$((r + 1))
 done
 
-# ---- 2. the README's crontab line, as written --------------------------------
 mkdir "$work/cron" && cd "$work/cron" || exit 5
-if PATH=$build:$PATH etcdctl --endpoints="$E" lock --ttl 30 jobs/report -- \
-    fencedwrite --token-env ETCD_LOCK_REV report.txt -- echo "daily report" &&
-    [ "$(cat report.txt)" = "daily report" ] &&
-    [ "$("$FW" --show report.txt)" -gt 0 ]; then
-	ok "crontab line: committed under revision $("$FW" --show report.txt)"
+crontab_lines >"$work/crontab"
+ns=
+[ "$(id -u)" -eq 0 ] || ns=--map-root-user
+# shellcheck disable=SC2086 # $ns is one option or none
+unshare $ns --mount --net --fork sh "$top/tests/etcd_e2e.sh" "$build" \
+    --cron-namespace "$work" >"$work/cron.out" 2>&1
+cat "$work/cron.out"
+while IFS= read -r l; do
+	case $l in
+	ok:*) passed=$((passed + 1)) ;;
+	FAIL:*) failed=$((failed + 1)) ;;
+	esac
+done <"$work/cron.out"
+if grep -q '^ok: fencedwrite-etcd.1: ' "$work/cron.out" &&
+    grep -q '^ok: README.md: ' "$work/cron.out"; then
+	ok "crontab lines of fencedwrite-etcd(1) and README.md found and run"
 else
-	bad "crontab line"
+	bad "no crontab line run from fencedwrite-etcd(1) or README.md; crontab read:"
+	cat "$work/crontab"
 fi
 
-# ---- 3. the wrapper's exit codes ---------------------------------------------
+# ---- 3. the wrapper's exit codes and messages --------------------------------
 "$WRAP" -e "$E" -l jobs/report -- report.txt -- sh -c 'exit 3' >/dev/null 2>&1
 rc1=$?
 "$WRAP" -e 127.0.0.1:1 -l jobs/report -- report.txt -- echo x >/dev/null 2>&1
 rc2=$?
 "$WRAP" -e "$E" -- report.txt -- echo x >/dev/null 2>&1
 rc3=$?
-if [ $rc1 -eq 6 ] && [ $rc2 -eq 7 ] && [ $rc3 -eq 2 ] &&
-    [ "$(cat report.txt)" = "daily report" ]; then
+if [ $rc1 -eq 6 ] && [ $rc2 -eq 7 ] && [ $rc3 -eq 2 ] && [ ! -e report.txt ]; then
 	ok "fencedwrite-etcd: CMD failure 6, etcd unreachable 7, usage 2"
 else
 	bad "fencedwrite-etcd exit codes: $rc1 $rc2 $rc3 (want 6 7 2)"
+fi
+
+# A second holder keeps jobs/held until told to let go.
+mkfifo held.gate
+etcdctl --endpoints="$E" lock jobs/held -- \
+    sh -c ': > held.ready; cat held.gate >/dev/null' &
+holder=$!
+if wait_file held.ready; then
+	# Options after FILE: refused by fencedwrite before the wait, so exit
+	# 2 with fencedwrite's message, not 4 when --lock-timeout expires.
+	"$WRAP" -e "$E" -l jobs/held --lock-timeout 3 -- held.txt -q -- \
+	    echo x >usage.out 2>&1
+	rc=$?
+	if [ $rc -eq 2 ] && [ ! -e held.txt ] &&
+	    grep -q "^fencedwrite: unexpected argument '-q' after FILE" usage.out; then
+		ok "fencedwrite options after FILE: exit 2 before waiting for the lock"
+	else
+		bad "fencedwrite options after FILE, lock held elsewhere: exit $rc (want 2 at once):"
+		cat usage.out
+	fi
+	# The lock stays held: the wait ends after 1 s with exit 4 and one line.
+	"$WRAP" -e "$E" -l jobs/held --lock-timeout 1 -- held.txt -- \
+	    echo x >timeout.out 2>&1
+	rc=$?
+	if [ $rc -eq 4 ] && [ ! -e held.txt ] && [ "$(wc -l <timeout.out)" -eq 1 ] &&
+	    grep -q "^fencedwrite-etcd: etcd lock 'jobs/held' not acquired within 1 s" timeout.out; then
+		ok "--lock-timeout 1 while another holder keeps the lock: exit 4, one line, nothing written"
+	else
+		bad "--lock-timeout 1 while the lock is held: exit $rc (want 4):"
+		cat timeout.out
+	fi
+else
+	bad "the second holder never got jobs/held"
+fi
+echo go >held.gate
+wait "$holder"
+# The timed-out waiter withdrew from the queue: the next one gets the lock
+# at once, not after the 60 s lease of a waiter key left behind.
+"$WRAP" -e "$E" -l jobs/held --lock-timeout 10 -- held.txt -- \
+    sh -c 'echo "held by $ETCD_LOCK_REV"' >after.out 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ "$(cat held.txt)" = "held by $("$FW" --show held.txt)" ]; then
+	ok "after the holder let go, the next run took jobs/held and committed"
+else
+	bad "after the holder let go: exit $rc, held.txt '$(cat held.txt 2>&1)':"
+	cat after.out
+fi
+
+# A stale run: fencedwrite's message is there, etcdctl's "Error: exit
+# status 1" is not; a real etcd error still is.
+"$FW" -q -t 1000000000 stale.txt -- echo "from the future"
+"$WRAP" -e "$E" -l jobs/stale -- stale.txt -- echo stale >stale.out 2>&1
+rc=$?
+"$WRAP" -e "$E" -l jobs/stale -T 99999999999 -- stale.txt -- echo x >ttl.out 2>&1
+rc2=$?
+if [ $rc -eq 1 ] && grep -q '^fencedwrite: stale token [0-9]* for stale.txt: the fence holds 1000000000$' stale.out &&
+    ! grep -q 'Error: exit status' stale.out &&
+    [ "$(cat stale.txt)" = "from the future" ] &&
+    [ $rc2 -eq 7 ] && grep -q '^Error: etcdserver: too large lease TTL$' ttl.out; then
+	ok "stale run: exit 1, fencedwrite's message and no 'Error: exit status'; etcd's own error kept"
+else
+	bad "stale run exit $rc, too large TTL exit $rc2 (want 1, 7):"
+	cat stale.out ttl.out
+fi
+
+# --version: the fencedwrite beside it tells the release.
+fwv=$("$FW" --version | head -n 1)
+want=$(printf 'fencedwrite-etcd %s\nLicense: MIT' "${fwv##* }")
+out=$("$WRAP" --version 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && [ "$out" = "$want" ]; then
+	ok "--version: '$(echo "$out" | head -n 1)' and its license"
+else
+	bad "--version: exit $rc, '$out' (want '$want')"
 fi
 
 # ---- 4. cron-style hosts with random stalls --------------------------------
