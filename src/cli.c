@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -26,6 +27,8 @@
 #define GRACE_NS 1000000000LL
 /* The interval of the cancellation ticker (see catch_signals). */
 #define TICK_NS 10000000L
+/* --progress updates its line at most this often. */
+#define PROGRESS_NS 250000000L
 
 extern char **environ;
 
@@ -36,6 +39,9 @@ static volatile pid_t cmd_pgid;
 /* Interrupts blocking calls again and again once a signal has come. */
 static timer_t ticker;
 static volatile sig_atomic_t have_ticker;
+/* What a failed CMD makes us exit with under --cmd-status: its status as
+   a shell reports it (set wherever EXIT_CMD_FAILED is decided). */
+static int cmd_own_status = EXIT_CMD_FAILED;
 
 static void forward_to_cmd(int sig)
 {
@@ -286,6 +292,8 @@ static int reap_cmd(pid_t pid, const char *name)
 		return -1;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return FW_OK;
+	cmd_own_status = WIFEXITED(status) ? WEXITSTATUS(status)
+	                                   : 128 + WTERMSIG(status);
 	if (WIFEXITED(status))
 		fprintf(stderr, PROG ": %s exited with status %d; nothing "
 		        "committed\n", name, WEXITSTATUS(status));
@@ -322,6 +330,8 @@ static int run_cmd(struct fw_txn *txn, char **cmd, int in,
 		close(pfd[0]);
 		fprintf(stderr, PROG ": %s: %s\n", cmd[0], strerror(rc));
 		res->message[0] = '\0';
+		/* As a shell says it: not found, or found but not runnable. */
+		cmd_own_status = rc == ENOENT ? 127 : 126;
 		return EXIT_CMD_FAILED;
 	}
 	cmd_pgid = pid;
@@ -345,6 +355,136 @@ static int run_cmd(struct fw_txn *txn, char **cmd, int in,
 	if (rc != FW_OK)
 		res->message[0] = '\0';   /* reap_cmd said why */
 	return rc;
+}
+
+/* ---- --progress -------------------------------------------------------- */
+
+/*
+ * A line on standard error (a terminal) saying how much of the content has
+ * come in and how fast.  The library copies with splice or
+ * copy_file_range, which report nothing on the way; the count is instead
+ * the size of the temporary file, looked at by a thread of its own, so
+ * the copy keeps its fast path and costs nothing when the option is off.
+ */
+struct progress {
+	int on;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	int stop;          /* under lock: end the line and return */
+	int fd;            /* the temporary file, owned by the transaction */
+	off_t base;        /* its size when the count started */
+	int64_t start;
+	int width;         /* of the line shown last, 0 if none yet */
+};
+
+static void human_size(char *buf, size_t len, double v)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
+}
+
+static void progress_show(struct progress *p)
+{
+	char line[128], size[32], rate[32];
+	double secs = (double)(now_ns() - p->start) / 1e9;
+	struct stat st;
+	int n;
+
+	if (fstat(p->fd, &st) < 0)
+		return;
+	human_size(size, sizeof(size), (double)st.st_size);
+	human_size(rate, sizeof(rate),
+	           secs > 0 ? (double)(st.st_size - p->base) / secs : 0);
+	n = snprintf(line, sizeof(line), PROG ": %lld bytes (%s) so far, %s/s",
+	             (long long)st.st_size, size, rate);
+	/* Spaces over what is left of a longer previous line. */
+	fprintf(stderr, "\r%s%*s", line, p->width > n ? p->width - n : 0, "");
+	p->width = n;
+}
+
+static void *progress_run(void *arg)
+{
+	struct progress *p = arg;
+	struct timespec at;
+
+	pthread_mutex_lock(&p->lock);
+	clock_gettime(CLOCK_MONOTONIC, &at);
+	while (!p->stop) {
+		at.tv_nsec += PROGRESS_NS;
+		if (at.tv_nsec >= 1000000000L) {
+			at.tv_sec++;
+			at.tv_nsec -= 1000000000L;
+		}
+		while (!p->stop &&
+		       pthread_cond_timedwait(&p->wake, &p->lock, &at) == 0)
+			;
+		if (!p->stop)
+			progress_show(p);
+	}
+	/* The last count, and the line ended: what follows starts afresh.
+	   Content shorter than one interval leaves no line at all. */
+	if (p->width) {
+		progress_show(p);
+		fputc('\n', stderr);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* Start the line for the content going to FD, if asked for and if
+   standard error is a terminal (a log file wants no \r lines). */
+static void progress_start(struct progress *p, const struct cli *c, int fd)
+{
+	pthread_condattr_t ca;
+	sigset_t all, old;
+	struct stat st;
+
+	memset(p, 0, sizeof(*p));
+	if (!c->progress || !isatty(STDERR_FILENO) || fstat(fd, &st) < 0)
+		return;
+	p->fd = fd;
+	p->base = st.st_size;
+	p->start = now_ns();
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	/*
+	 * The thread blocks every signal: the handlers must run on the main
+	 * thread, whose blocking calls they interrupt to cancel the write.
+	 * Blocked SIGTTOU also lets the line through while CMD's group has
+	 * the terminal and it is set to tostop.
+	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	p->on = pthread_create(&p->thread, NULL, progress_run, p) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!p->on) {
+		pthread_cond_destroy(&p->wake);
+		pthread_mutex_destroy(&p->lock);
+	}
+}
+
+static void progress_end(struct progress *p)
+{
+	if (!p->on)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = 1;
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	pthread_cond_destroy(&p->wake);
+	pthread_mutex_destroy(&p->lock);
+	p->on = 0;
 }
 
 /*
@@ -384,12 +524,15 @@ static int give_up(struct fw_txn *txn, int rc, struct fw_result *res)
 static int fill_and_commit(struct cli *c, struct fw_txn *txn, int cmd_in,
                            struct fw_result *res)
 {
+	struct progress p;
 	int rc;
 
+	progress_start(&p, c, fw_txn_fd(txn));
 	if (c->cmd)
 		rc = run_cmd(txn, c->cmd, cmd_in, res);
 	else
 		rc = fw_txn_copy_fd(txn, STDIN_FILENO, "standard input", res);
+	progress_end(&p);
 	if (rc != FW_OK)
 		return give_up(txn, rc, res);
 	return fw_txn_commit(txn, c->token, res);
@@ -791,6 +934,10 @@ int main(int argc, char **argv)
 	}
 	if (rc != FW_OK && got_signal)
 		die_of_signal();
+	/* flock(1)'s convention, on request: a caller that runs CMD through
+	   us sees CMD's status as if it had run CMD itself. */
+	if (rc == EXIT_CMD_FAILED && c.cmd_status)
+		rc = cmd_own_status;
 	/* Done (a commit that had begun is finished): no more interruptions
 	   of what is left to say. */
 	stop_ticker();

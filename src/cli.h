@@ -22,6 +22,8 @@ struct cli {
 	uint64_t token;             /* 0 only with --init */
 	int quiet, json;
 	int no_claim;               /* --no-claim: CMD runs before any claim */
+	int cmd_status;             /* --cmd-status: a failed CMD's own status */
+	int progress;               /* --progress: asked for; shown on a tty */
 	const char *token_file;     /* --read: where the content's token goes */
 	const char *file;
 	char **cmd;                 /* NULL: content from standard input */
@@ -31,8 +33,11 @@ struct cli {
 
 /*
  * Parse ARGV into C (which the caller has zeroed, with fw_opts_init done).
- * FW_OK: run it.  FW_USAGE: the error has been printed.  -1: --help or
- * --version was printed; exit 0.
+ * Options may come before and after FILE (unless POSIXLY_CORRECT is set);
+ * everything after the "--" that follows FILE is CMD, untouched.  ARGV is
+ * never reordered.  FW_OK: run it.  FW_USAGE: the error has been printed
+ * (one line, then a pointer to --help).  -1: --help or --version was
+ * printed; exit 0.
  */
 int fw_cli_parse(struct cli *c, int argc, char **argv);
 

@@ -16,7 +16,8 @@
 static void usage_line(FILE *out)
 {
 	fprintf(out,
-	        "Usage: " PROG " -t N [OPTIONS] FILE [-- CMD [ARG...]]\n"
+	        "Usage: " PROG " -t N [OPTIONS] FILE -- CMD [ARG...]\n"
+	        "       " PROG " -t N [OPTIONS] FILE < CONTENT\n"
 	        "       " PROG " --read [--token-file PATH] [OPTIONS] FILE\n"
 	        "       " PROG " --update -t N [OPTIONS] FILE -- CMD [ARG...]\n"
 	        "       " PROG " --append -t N [OPTIONS] FILE [-- CMD [ARG...]]\n"
@@ -38,9 +39,11 @@ static void help(void)
 	fputs("\n"
 	      "Replace FILE with new content only if fencing token N is larger than\n"
 	      "every token accepted before, as recorded in FILE's fence (FILE.fence).\n"
-	      "The content comes from standard input, or from CMD's standard output\n"
-	      "when CMD is given (committed only if CMD exits 0; N is claimed before\n"
-	      "CMD starts).\n"
+	      "The content is CMD's standard output, committed only if CMD exits 0\n"
+	      "(N is claimed before CMD starts), or else standard input.  Prefer\n"
+	      "-- CMD to a pipe: 'producer | " PROG " -t N FILE' commits whatever\n"
+	      "a failed producer wrote before it failed.\n"
+	      "Options may also follow FILE; everything after -- is CMD.\n"
 	      "\n"
 	      "Actions (default: write):\n"
 	      "      --read            print one whole version of FILE\n"
@@ -74,6 +77,11 @@ static void help(void)
 	      "      --mode OCTAL      permission bits for FILE (default: keep FILE's,\n"
 	      "                        or 0666 & ~umask for a new FILE)\n"
 	      "      --no-claim        with -- CMD: do not claim N before CMD starts\n"
+	      "      --cmd-status      with -- CMD: when CMD fails, exit with its\n"
+	      "                        status (128+N if killed by signal N), not 6\n"
+	      "      --progress        show bytes so far and the rate on standard\n"
+	      "                        error while the content comes in, if that is\n"
+	      "                        a terminal\n"
 	      "      --token-file PATH with --read: write the token the printed\n"
 	      "                        content was committed under to PATH\n"
 	      "      --json            with --show, --verify or --doctor: print JSON\n"
@@ -95,7 +103,8 @@ static void help(void)
 	      "     (with --verify: FILE is not what the fence committed)\n"
 	      "  4  lock not acquired within -w/-n; nothing changed\n"
 	      "  5  system or I/O error; FILE holds its old or its new content\n"
-	      "  6  CMD failed or was killed; nothing committed\n"
+	      "  6  CMD failed or was killed; nothing committed (with --cmd-status:\n"
+	      "     CMD's own status, or 128+N when signal N killed it)\n"
 	      "  8  the lock was lost during the change (an NFSv4 lease that lapsed);\n"
 	      "     the message says whether FILE may hold this superseded content\n"
 	      "\n"
@@ -249,6 +258,11 @@ static int check_combination(const struct cli *c)
 	if (c->no_claim && !(c->action == WRITE && c->cmd))
 		return usage_error("%s", "--no-claim goes with a write by "
 		                   "-- CMD");
+	if (c->cmd_status && !c->cmd)
+		return usage_error("%s", "--cmd-status goes with -- CMD");
+	if (c->progress && !takes_cmd(c->action))
+		return usage_error("%s", "--progress goes with a write, "
+		                   "--update or --append");
 	if (!c->token_text && needs_token(c->action))
 		return usage_error("%s", "no token given: use -t N or "
 		                   "--token-env NAME");
@@ -263,12 +277,87 @@ static int check_combination(const struct cli *c)
 	return FW_OK;
 }
 
+/* The conventional --version: name and version, copyright, licence. */
+static void version(void)
+{
+	/* The header's version for now; print fw_version() once the library
+	   exports it, so the version shown is the library's that runs. */
+	printf(PROG " %s\n", FW_VERSION);
+	fputs("Copyright (c) 2026 The fencedwrite authors\n"
+	      "License: MIT <https://opensource.org/licenses/MIT>\n"
+	      "This is free software: you are free to change and redistribute "
+	      "it.\n"
+	      "There is NO WARRANTY, to the extent permitted by law.\n", stdout);
+}
+
+/*
+ * One line for an option getopt_long refused (CH is '?' or ':'), ARG the
+ * argument it was looking at.  getopt's own messages are off: they name
+ * argv[0] rather than the program, and cannot say which options an
+ * ambiguous abbreviation could mean.
+ */
+static int bad_option(int ch, const char *arg, const struct option *longopts)
+{
+	char list[512] = "";
+	size_t n;
+	int matches = 0;
+
+	if (strncmp(arg, "--", 2) != 0) {
+		if (ch == ':')
+			return usage_error("option '-%c' needs an argument",
+			                   optopt);
+		return usage_error("unknown option '-%c'", optopt);
+	}
+	arg += 2;
+	n = strcspn(arg, "=");
+	if (optopt && ch == ':')
+		return usage_error("option '--%.*s' needs an argument", (int)n,
+		                   arg);
+	if (optopt)
+		return usage_error("option '--%.*s' takes no argument", (int)n,
+		                   arg);
+	for (const struct option *o = longopts; o->name; o++)
+		if (strncmp(o->name, arg, n) == 0) {
+			size_t len = strlen(list);
+
+			snprintf(list + len, sizeof(list) - len, "%s--%s",
+			         matches++ ? ", " : "", o->name);
+		}
+	if (matches > 1)
+		return usage_error("option '--%.*s' is ambiguous: %s", (int)n,
+		                   arg, list);
+	return usage_error("unknown option '--%.*s'", (int)n, arg);
+}
+
+/*
+ * What follows FILE: nothing, or "--" and CMD.  REST is the argument
+ * after FILE (NULL if none), STRICT whether options had to end at FILE.
+ */
+static int take_cmd(struct cli *c, char **rest, int strict)
+{
+	if (!rest[0])
+		return FW_OK;
+	if (strcmp(rest[0], "--") != 0) {
+		if (strict && rest[0][0] == '-' && rest[0][1])
+			return usage_error("option '%s' after FILE: with "
+			                   "POSIXLY_CORRECT set, options come "
+			                   "before FILE", rest[0]);
+		return usage_error("unexpected argument '%s' after FILE (put "
+		                   "CMD after --)", rest[0]);
+	}
+	if (!rest[1])
+		return usage_error("%s", "no CMD after --");
+	c->cmd = rest + 1;
+	return FW_OK;
+}
+
 int fw_cli_parse(struct cli *c, int argc, char **argv)
 {
 	/* An action's option is OPT_ACTION + its enum action. */
 	enum { OPT_ACTION = 256, OPT_TOKEN_ENV = OPT_ACTION + DOCTOR + 1,
 	       OPT_FENCE, OPT_ALLOW_EQUAL, OPT_MODE, OPT_NO_CLAIM,
-	       OPT_TOKEN_FILE, OPT_JSON, OPT_LOCAL_LOCKS_OK, OPT_MOUNTINFO };
+	       OPT_CMD_STATUS, OPT_PROGRESS, OPT_TOKEN_FILE, OPT_JSON,
+	       OPT_LOCAL_LOCKS_OK, OPT_MOUNTINFO };
 	/* In the order of --help and of the man page. */
 	static const struct option longopts[] = {
 		{ "read", no_argument, NULL, OPT_ACTION + READ },
@@ -290,6 +379,8 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 		{ "allow-equal", no_argument, NULL, OPT_ALLOW_EQUAL },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "no-claim", no_argument, NULL, OPT_NO_CLAIM },
+		{ "cmd-status", no_argument, NULL, OPT_CMD_STATUS },
+		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "local-locks-ok", no_argument, NULL, OPT_LOCAL_LOCKS_OK },
@@ -299,11 +390,38 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int ch, rest;
+	/* POSIX order (options end at the first operand) on request, as GNU
+	   tools do; otherwise options may follow FILE too. */
+	int strict = getenv("POSIXLY_CORRECT") != NULL;
 
 	optind = 0;   /* glibc: start afresh, also on a second call */
-	/* '+': options end at FILE, so CMD's own options are never ours. */
-	while ((ch = getopt_long(argc, argv, "+t:w:nqhV", longopts, NULL)) != -1) {
+	opterr = 0;   /* bad_option says it, in one line */
+	for (;;) {
+		/* The argument getopt examines next: options are taken in
+		   order ('+'), never permuted, so it is always argv[at]. */
+		int at = optind ? optind : 1;
+		int ch = getopt_long(argc, argv, "+:t:w:nqhV", longopts, NULL);
+
+		if (ch == -1) {
+			/* getopt stopped at an operand, or skipped a "--". */
+			int dashdash = optind == at + 1 &&
+			               strcmp(argv[at], "--") == 0;
+
+			if (c->file) {
+				/* FILE ... --: CMD follows, untouched. */
+				if (dashdash)
+					optind = at;
+				break;
+			}
+			if (optind >= argc)
+				return usage_error("%s", "no FILE given");
+			c->file = argv[optind++];
+			/* After "-- FILE" nothing is an option: that is how a
+			   FILE named like an option is given. */
+			if (dashdash || strict)
+				break;
+			continue;
+		}
 		if (ch > OPT_ACTION && ch <= OPT_ACTION + DOCTOR) {
 			if (set_action(c, (enum action)(ch - OPT_ACTION)) < 0)
 				return usage_error("%s", "only one of --read, "
@@ -346,6 +464,12 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 		case OPT_NO_CLAIM:
 			c->no_claim = 1;
 			break;
+		case OPT_CMD_STATUS:
+			c->cmd_status = 1;
+			break;
+		case OPT_PROGRESS:
+			c->progress = 1;
+			break;
 		case OPT_TOKEN_FILE:
 			if (!*optarg)
 				return usage_error("%s", "--token-file needs a "
@@ -368,24 +492,13 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 			help();
 			return -1;
 		case 'V':
-			printf(PROG " " FW_VERSION "\n");
+			version();
 			return -1;
 		default:
-			usage_line(stderr);
-			return FW_USAGE;
+			return bad_option(ch, argv[at], longopts);
 		}
 	}
-	rest = argc - optind;
-	if (rest < 1)
-		return usage_error("%s", "no FILE given");
-	c->file = argv[optind];
-	if (rest > 1) {
-		if (strcmp(argv[optind + 1], "--") != 0)
-			return usage_error("unexpected argument '%s' after FILE "
-			                   "(put CMD after --)", argv[optind + 1]);
-		if (rest < 3)
-			return usage_error("%s", "no CMD after --");
-		c->cmd = argv + optind + 2;
-	}
+	if (take_cmd(c, argv + optind, strict) != FW_OK)
+		return FW_USAGE;
 	return check_combination(c);
 }

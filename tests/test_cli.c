@@ -28,6 +28,20 @@ static void assert_one_message(const char *err, const char *needle)
 	assert_int_equal(strchr(err, '\n') - err + 1, (long)strlen(err));
 }
 
+#define TRY_HELP "Try 'fencedwrite --help' for more information.\n"
+
+/* A usage error: one line naming the problem, then where to look. */
+static void assert_usage_error(const char *err, const char *needle)
+{
+	const char *nl = strchr(err, '\n');
+
+	if (strncmp(err, "fencedwrite: ", 13) != 0 || !nl ||
+	    strcmp(nl + 1, TRY_HELP) != 0 || !strstr(err, needle) ||
+	    strstr(err, needle) > nl)
+		fail_msg("not one line with '%s' and the pointer to --help:\n%s",
+		         needle, err);
+}
+
 static void exit_0_commits_stdin(void **state)
 {
 	char *out, *err;
@@ -99,6 +113,10 @@ static void exit_2_usage_errors_change_nothing(void **state)
 		{ "--no-claim", "-t", "1", "f", NULL },  /* no CMD to claim for */
 		{ "--no-claim", "--update", "-t", "1", "f", "--", "true" },
 		{ "--read", "--token-file", "", "f", NULL },
+		{ "--cmd-status", "-t", "1", "f", NULL },  /* no CMD */
+		{ "--progress", "--claim", "-t", "1", "f", NULL },
+		{ "-t", "1", "f", "--bogus", NULL },
+		{ "-t", NULL },
 	};
 	char *argv[10], *err;
 
@@ -113,9 +131,7 @@ static void exit_2_usage_errors_change_nothing(void **state)
 		if (fwt_runv("x", NULL, &err, argv) != 2)
 			fail_msg("case %zu (%s %s ...) did not exit 2", i,
 			         argv[1], argv[2] ? argv[2] : "");
-		assert_true(strncmp(err, "fencedwrite: ", 13) == 0 ||
-		            strncmp(err, "fencedwrite: unrecognized", 25) == 0 ||
-		            strstr(err, "Usage:") != NULL);
+		assert_usage_error(err, "");
 		free(err);
 	}
 	assert_null(fwt_slurp("f", NULL));
@@ -226,6 +242,132 @@ static void exit_6_cmd_fails_or_is_killed(void **state)
 	fwt_assert_content("f", "-t x");
 	assert_true(fwt_fence_token("f") == 3);
 	assert_int_equal(fwt_count_tmp("."), 0);
+}
+
+/* flock's form: the problem in one line, not the whole synopsis. */
+static void unknown_option_is_one_line_and_a_pointer_to_help(void **state)
+{
+	static const struct { const char *argv[6], *says; } cases[] = {
+		{ { "--bogus", "f" }, "unknown option '--bogus'" },
+		{ { "--bogus=1", "f" }, "unknown option '--bogus'" },
+		{ { "-x", "f" }, "unknown option '-x'" },
+		{ { "-qx", "f" }, "unknown option '-x'" },
+		{ { "--ve", "f" }, "option '--ve' is ambiguous: --verify, "
+		                   "--version" },
+		{ { "-t" }, "option '-t' needs an argument" },
+		{ { "f", "--fence" }, "option '--fence' needs an argument" },
+		{ { "--help=yes" }, "option '--help' takes no argument" },
+		{ { "-t", "1", "f", "g" }, "unexpected argument 'g' after FILE" },
+		{ { "-t", "1" }, "no FILE given" },
+	};
+	char *argv[8], *out, *err;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int n = 0;
+
+		argv[n++] = (char *)"fencedwrite";
+		for (int k = 0; k < 6 && cases[i].argv[k]; k++)
+			argv[n++] = (char *)cases[i].argv[k];
+		argv[n] = NULL;
+		assert_int_equal(fwt_runv("x", &out, &err, argv), 2);
+		assert_usage_error(err, cases[i].says);
+		assert_null(strstr(err, "Usage:"));
+		assert_string_equal(out, "");
+		free(out);
+		free(err);
+	}
+	assert_null(fwt_slurp("f", NULL));
+}
+
+/* GNU order: options after FILE, up to the "--" that starts CMD; CMD's
+   own arguments, options or not, are never looked at. */
+static void options_may_follow_file_up_to_cmd(void **state)
+{
+	char *err;
+
+	(void)state;
+	assert_int_equal(RUN(NULL, NULL, NULL, "f", "-t", "5", "--", "printf",
+	                     "%s|", "-t", "9", "--read", "--", "-q"), 0);
+	fwt_assert_content("f", "-t|9|--read|--|-q|");
+	assert_true(fwt_fence_token("f") == 5);
+	assert_int_equal(RUN(NULL, NULL, NULL, "-t", "6", "f", "--", "printf",
+	                     "%s|", "-t", "9"), 0);
+	fwt_assert_content("f", "-t|9|");
+	assert_true(fwt_fence_token("f") == 6);
+	/* options on both sides of FILE, content from standard input */
+	assert_int_equal(RUN("in\n", NULL, NULL, "-q", "f", "--token", "7",
+	                     "-w", "1"), 0);
+	fwt_assert_content("f", "in\n");
+	assert_true(fwt_fence_token("f") == 7);
+	/* after "-- FILE" nothing is an option: a FILE named "-t" */
+	assert_int_equal(RUN("dash\n", NULL, NULL, "-t", "1", "--", "-t"), 0);
+	fwt_assert_content("-t", "dash\n");
+	assert_int_equal(RUN(NULL, NULL, NULL, "-t", "2", "--", "-t", "--",
+	                     "printf", "%s", "-n"), 0);
+	fwt_assert_content("-t", "-n");
+	assert_int_equal(RUN("x\n", NULL, &err, "-t", "3", "--", "-t", "-q"),
+	                 2);
+	assert_usage_error(err, "unexpected argument '-q' after FILE");
+	free(err);
+	/* POSIXLY_CORRECT: options end at FILE, as POSIX getopt has it */
+	setenv("POSIXLY_CORRECT", "1", 1);
+	assert_int_equal(RUN("y\n", NULL, &err, "f", "-t", "8"), 2);
+	assert_usage_error(err, "option '-t' after FILE: with POSIXLY_CORRECT");
+	free(err);
+	assert_int_equal(RUN(NULL, NULL, NULL, "-t", "8", "f", "--", "echo",
+	                     "-t", "strict"), 0);
+	unsetenv("POSIXLY_CORRECT");
+	fwt_assert_content("f", "-t strict\n");
+	assert_true(fwt_fence_token("f") == 8);
+}
+
+/* The exit status of CMD itself, killed CMD as 128+N: the process must
+   really exit with it, not die of the signal. */
+static int run_status(char *const argv[])
+{
+	int status;
+	pid_t pid = fwt_spawn(NULL, argv);
+
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static void cmd_status_exits_with_cmds_own_status(void **state)
+{
+	char *const exit42[] = { "fencedwrite", "--cmd-status", "-t", "2", "f",
+	                         "--", "sh", "-c", "echo partial; exit 42",
+	                         NULL };
+	char *const killed[] = { "fencedwrite", "-t", "3", "f", "--cmd-status",
+	                         "--", "sh", "-c", "echo partial; kill -USR1 $$",
+	                         NULL };
+	char *const missing[] = { "fencedwrite", "--cmd-status", "-t", "4",
+	                          "f", "--", "/nonexistent/cmd", NULL };
+	char *const plain[] = { "fencedwrite", "-t", "5", "f", "--", "sh", "-c",
+	                        "exit 42", NULL };
+	char *err;
+
+	(void)state;
+	assert_int_equal(RUN("v1\n", NULL, NULL, "-t", "1", "f"), 0);
+	assert_int_equal(run_status(exit42), 42);
+	assert_int_equal(run_status(killed), 128 + SIGUSR1);
+	assert_int_equal(run_status(missing), 127);   /* as sh says it */
+	assert_int_equal(run_status(plain), 6);       /* without the option */
+	fwt_assert_content("f", "v1\n");
+	assert_int_equal(fwt_count_tmp("."), 0);
+	/* the message still says nothing was committed */
+	assert_int_equal(RUN(NULL, NULL, &err, "--cmd-status", "-t", "6", "f",
+	                     "--", "sh", "-c", "exit 42"), 42);
+	assert_one_message(err, "sh exited with status 42; nothing committed");
+	free(err);
+	/* a CMD that succeeds: fencedwrite's own codes, stale included */
+	assert_int_equal(RUN(NULL, NULL, NULL, "--cmd-status", "-t", "7", "f",
+	                     "--", "echo", "v7"), 0);
+	fwt_assert_content("f", "v7\n");
+	assert_int_equal(RUN(NULL, NULL, NULL, "--cmd-status", "-t", "7", "f",
+	                     "--", "echo", "v7 again"), 1);
+	fwt_assert_content("f", "v7\n");
 }
 
 /* The way a lock store hands over its token: etcdctl lock sets
@@ -362,7 +504,8 @@ static void help_and_version_document_every_option(void **state)
 		"--read", "--update", "--append", "--claim", "--delete",
 		"--check", "--show", "--verify", "--init", "--clean", "--doctor",
 		"--token", "--token-env", "--fence", "--timeout", "--nonblock",
-		"--allow-equal", "--mode", "--no-claim", "--token-file",
+		"--allow-equal", "--mode", "--no-claim", "--cmd-status",
+		"--progress", "--token-file",
 		"--json", "--local-locks-ok", "--mountinfo", "--quiet",
 		"--help", "--version",
 	};
@@ -384,9 +527,17 @@ static void help_and_version_document_every_option(void **state)
 		assert_non_null(strstr(out, line));
 	}
 	free(out);
-	assert_int_equal(RUN(NULL, &out, NULL, "-V"), 0);
-	assert_string_equal(out, "fencedwrite " FW_VERSION "\n");
-	free(out);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(RUN(NULL, &out, NULL, i ? "--version" : "-V"),
+		                 0);
+		assert_string_equal(out, "fencedwrite " FW_VERSION "\n"
+		    "Copyright (c) 2026 The fencedwrite authors\n"
+		    "License: MIT <https://opensource.org/licenses/MIT>\n"
+		    "This is free software: you are free to change and "
+		    "redistribute it.\n"
+		    "There is NO WARRANTY, to the extent permitted by law.\n");
+		free(out);
+	}
 }
 
 static void large_stdin_is_committed_exactly(void **state)
@@ -809,7 +960,8 @@ static void help_and_man_page_list_options_in_one_order(void **state)
 	assert_string_equal(help_order, "read update append claim delete "
 	                    "check show verify init clean doctor token "
 	                    "token-env fence timeout nonblock allow-equal mode "
-	                    "no-claim token-file json local-locks-ok mountinfo "
+	                    "no-claim cmd-status progress token-file json "
+	                    "local-locks-ok mountinfo "
 	                    "quiet help version ");
 	assert_string_equal(man_order, help_order);
 	free(out);
@@ -1311,6 +1463,94 @@ static void cmd_gets_the_terminal_it_runs_on(void **state)
 	assert_int_equal(fwt_count_tmp("."), 0);
 }
 
+/*
+ * Read MASTER into BUF (SIZE bytes, NUL-terminated) until NEEDLE is in it
+ * (NULL: until the terminal hangs up), for at most LIMIT_S seconds.  The
+ * length read, or -1 if NEEDLE never came.
+ */
+static long read_pty_until(int master, char *buf, size_t size,
+                           const char *needle, int limit_s)
+{
+	struct timespec start, now;
+	size_t got = 0;
+
+	buf[0] = '\0';
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		struct pollfd p = { master, POLLIN, 0 };
+		ssize_t n;
+
+		if (needle && strstr(buf, needle))
+			return (long)got;
+		if (poll(&p, 1, 100) <= 0)
+			goto tick;
+		n = read(master, buf + got, size - 1 - got);
+		if (n <= 0)   /* EIO: every slave descriptor is closed */
+			return needle ? -1 : (long)got;
+		got += (size_t)n;
+		buf[got] = '\0';
+		if (got == size - 1)
+			return -1;
+tick:
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - start.tv_sec < limit_s);
+	return -1;
+}
+
+/*
+ * --progress: a line on the terminal while the content comes in, ended
+ * with a newline when it is all there; nothing at all when standard
+ * error is not a terminal.
+ */
+static void progress_is_shown_on_a_terminal_only(void **state)
+{
+	char *const slow[] = { (char *)"fencedwrite", (char *)"--progress",
+	                       (char *)"-t", (char *)"1", (char *)"f",
+	                       (char *)"--", (char *)"sh", (char *)"-c",
+	                       (char *)"head -c 5000 /dev/zero; read x; "
+	                       "printf y", NULL };
+	char buf[8192], *err, *line;
+	size_t len;
+	int master, status;
+	pid_t pid;
+
+	(void)state;
+	/* CMD holds the content back until the line is there */
+	pid = spawn_on_pty(&master, slow);
+	if (read_pty_until(master, buf, sizeof(buf),
+	                   "fencedwrite: 5000 bytes (4.9 KiB) so far, ", 20) < 0)
+		fail_msg("no progress line on the terminal: '%s'", buf);
+	assert_int_equal(write(master, "go\n", 3), 3);
+	assert_true(read_pty_until(master, buf, sizeof(buf), NULL, 20) >= 0);
+	close(master);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* the last line has the final count and is ended (the terminal
+	   shows a newline as \r\n) */
+	line = strrchr(buf, '\r');
+	assert_non_null(line);
+	assert_string_equal(line, "\r\n");
+	*line = '\0';
+	line = strrchr(buf, '\r');
+	assert_non_null(line);
+	assert_true(strncmp(line, "\rfencedwrite: 5001 bytes (4.9 KiB) so "
+	                    "far, ", 39) == 0);
+	free(fwt_slurp("f", &len));
+	assert_int_equal(len, 5001);
+	/*
+	 * Standard error a file: not a byte.  The line would be printed
+	 * after a quarter of a second; this content takes a whole second to
+	 * come in (the sleep makes a slow producer, it waits for nothing).
+	 */
+	assert_int_equal(RUN(NULL, NULL, &err, "--progress", "-t", "2", "f",
+	                     "--", "sh", "-c", "head -c 5000 /dev/zero; "
+	                     "sleep 1"), 0);
+	assert_string_equal(err, "");
+	free(err);
+	free(fwt_slurp("f", &len));
+	assert_int_equal(len, 5000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1322,6 +1562,9 @@ int main(void)
 		T(exit_4_lock_not_acquired),
 		T(exit_5_system_error_names_call_and_path),
 		T(exit_6_cmd_fails_or_is_killed),
+		T(unknown_option_is_one_line_and_a_pointer_to_help),
+		T(options_may_follow_file_up_to_cmd),
+		T(cmd_status_exits_with_cmds_own_status),
 		T(token_env_reads_the_token_and_rejects_bad_values),
 		T(dev_null_stdin_is_refused_an_empty_pipe_is_not),
 		T(closed_stdin_is_a_usage_error),
@@ -1347,6 +1590,7 @@ int main(void)
 		T(show_json_reports_file_token_and_verdict),
 		T(failed_cmd_reports_a_temporary_file_left_behind),
 		T(cmd_gets_the_terminal_it_runs_on),
+		T(progress_is_shown_on_a_terminal_only),
 	};
 	return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }
