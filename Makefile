@@ -47,7 +47,7 @@ BIN     := $(B)/fencedwrite
 
 TESTS   := test_token test_digest test_fence_record test_claim test_lock test_commit test_cli \
            test_contention test_faults test_crash test_hostile test_mount \
-           test_read test_update
+           test_read test_update test_report
 # A suite named NAME@noofd runs again with OFD locks refused (tests/noofd.c),
 # so the classic-lock fallback and its in-process guard are tested too.
 # NAME@faults runs under tests/faults.c, which fails chosen system calls.
@@ -86,8 +86,8 @@ $(SHARED): $(LIB_OBJ)
 	ln -sf $(SONAME) $(B)/libfencedwrite.so
 
 # The command links the static library: one file to copy to every host.
-CLI_SRC := src/cli.c src/cli_options.c
-$(BIN): $(CLI_SRC) src/cli.h src/fencedwrite.h $(STATIC)
+CLI_SRC := src/cli.c src/cli_options.c src/cli_report.c src/cli_syslog.c src/cli_metrics.c
+$(BIN): $(CLI_SRC) src/cli.h src/cli_report.h src/fencedwrite.h $(STATIC)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) $(STATIC) $(LDLIBS_LIB)
 
 # Written at install time, so it names the PREFIX actually installed to.

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_report.h"
 
 #define EXIT_CMD_FAILED 6
 /* How long CMD's group may take to act on a forwarded signal before the
@@ -767,6 +768,8 @@ int main(int argc, char **argv)
 			        "file%s\n", removed, removed == 1 ? "" : "s");
 		break;
 	}
+	/* Syslog and metrics: said on stderr if they fail, never rc. */
+	cli_report(&c, rc, &res, got_signal);
 	if (rc != FW_OK && got_signal)
 		die_of_signal();
 	/* Done (a commit that had begun is finished): no more interruptions

@@ -268,7 +268,8 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 	/* An action's option is OPT_ACTION + its enum action. */
 	enum { OPT_ACTION = 256, OPT_TOKEN_ENV = OPT_ACTION + DOCTOR + 1,
 	       OPT_FENCE, OPT_ALLOW_EQUAL, OPT_MODE, OPT_NO_CLAIM,
-	       OPT_TOKEN_FILE, OPT_JSON, OPT_LOCAL_LOCKS_OK, OPT_MOUNTINFO };
+	       OPT_TOKEN_FILE, OPT_JSON, OPT_LOCAL_LOCKS_OK, OPT_MOUNTINFO,
+	       OPT_SYSLOG, OPT_METRICS };
 	/* In the order of --help and of the man page. */
 	static const struct option longopts[] = {
 		{ "read", no_argument, NULL, OPT_ACTION + READ },
@@ -294,6 +295,8 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "local-locks-ok", no_argument, NULL, OPT_LOCAL_LOCKS_OK },
 		{ "mountinfo", required_argument, NULL, OPT_MOUNTINFO },
+		{ "syslog", no_argument, NULL, OPT_SYSLOG },
+		{ "metrics", required_argument, NULL, OPT_METRICS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -360,6 +363,14 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 			break;
 		case OPT_MOUNTINFO:
 			c->opts.mountinfo = optarg;
+			break;
+		case OPT_SYSLOG:
+			c->syslog = 1;
+			break;
+		case OPT_METRICS:
+			if (!*optarg)
+				return usage_error("%s", "--metrics needs a path");
+			c->metrics = optarg;
 			break;
 		case 'q':
 			c->quiet = 1;
