@@ -18,6 +18,9 @@ INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 DOCDIR     ?= $(PREFIX)/share/doc/fencedwrite
+# bash-completion loads completions/NAME on demand; a package sets this to
+# $(pkg-config --variable=completionsdir bash-completion).
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 DOCS       := $(wildcard docs/*.md) $(wildcard NEWS)
 
 CC      ?= cc
@@ -50,7 +53,7 @@ BIN     := $(B)/fencedwrite
 
 TESTS   := test_abi test_token test_digest test_fence_record test_claim test_lock test_commit test_cli \
            test_contention test_faults test_crash test_hostile test_mount \
-           test_read test_update
+           test_read test_update test_report
 # A suite named NAME@noofd runs again with OFD locks refused (tests/noofd.c),
 # so the classic-lock fallback and its in-process guard are tested too.
 # NAME@faults runs under tests/faults.c, which fails chosen system calls.
@@ -95,8 +98,8 @@ $(SHARED): $(LIB_OBJ) src/libfencedwrite.map
 	ln -sf $(SONAME) $(B)/libfencedwrite.so
 
 # The command links the static library: one file to copy to every host.
-CLI_SRC := src/cli.c src/cli_options.c
-$(BIN): $(CLI_SRC) src/cli.h src/fencedwrite.h $(STATIC)
+CLI_SRC := src/cli.c src/cli_options.c src/cli_report.c src/cli_syslog.c src/cli_metrics.c
+$(BIN): $(CLI_SRC) src/cli.h src/cli_report.h src/fencedwrite.h $(STATIC)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) $(STATIC) $(LDLIBS_LIB)
 
 # Written at install time, so it names the PREFIX actually installed to.
@@ -122,7 +125,8 @@ $(B)/tests/%.so: tests/%.c | $(B)/tests
 	$(CC) -std=gnu11 $(WARN) -O2 -fPIC -shared -o $@ $< -ldl
 
 check-deps:
-	@scripts/ensure-deps.sh cmocka mandoc cppcheck clang-tidy shellcheck
+	@scripts/ensure-deps.sh cmocka mandoc cppcheck clang-tidy shellcheck \
+	    bash-completion
 
 # Each suite runs in its own fresh temporary directory; the command tests
 # find the binary through FW_BIN.
@@ -135,6 +139,7 @@ check: check-deps
 
 check-suites: all-tests
 	@scripts/run-tests.sh $(B) $(SUITES)
+	@tests/completion_test.sh $(B)
 
 check-install: all
 	@scripts/test-install.sh
@@ -226,6 +231,7 @@ lint: check-deps lint-man
 	@clang-tidy --quiet $(LIB_SRC) $(CLI_SRC) -- $(TIDY_FLAGS) 2>/dev/null
 	@shellcheck scripts/*.sh scripts/fencedwrite-etcd tests/*.sh tests/nfs/*.sh \
 	    .ci/run
+	@shellcheck -s bash scripts/fencedwrite.bash-completion
 	@echo "lint: 4 passed, 0 failed"
 
 # The command tests under valgrind memcheck, in a build of their own with
@@ -275,6 +281,9 @@ install: all
 	for f in $(MAN3_LINKS); do \
 	    ln -sf libfencedwrite.3 $(DESTDIR)$(MANDIR)/man3/$$f.3; done
 	install -m 644 man/fencedwrite-fence.5 $(DESTDIR)$(MANDIR)/man5/
+	install -d $(DESTDIR)$(BASHCOMPDIR)
+	install -m 644 scripts/fencedwrite.bash-completion \
+	    $(DESTDIR)$(BASHCOMPDIR)/fencedwrite
 	install -d $(DESTDIR)$(DOCDIR)
 	install -m 644 README.md LICENSE $(DOCS) $(DESTDIR)$(DOCDIR)/
 	@# Into the live system the dynamic linker's cache must learn the new
@@ -298,6 +307,7 @@ uninstall:
 	    $(DESTDIR)$(MANDIR)/man5/fencedwrite-fence.5
 	for f in $(MAN3_LINKS); do rm -f $(DESTDIR)$(MANDIR)/man3/$$f.3; done
 	rm -rf $(DESTDIR)$(DOCDIR)
+	rm -f $(DESTDIR)$(BASHCOMPDIR)/fencedwrite
 	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null 2>&1; then \
 	    ldconfig; \
 	fi

@@ -5,7 +5,7 @@
 # names the package and fails.
 # usage: scripts/ensure-deps.sh NEED...
 #   NEED: cmocka, mandoc, cppcheck, clang-tidy, shellcheck, valgrind, clang,
-#         etcd, nfs, abigail
+#         etcd, nfs, abigail, bash-completion
 # nfs: qemu, socat and the host's NFS user-space tools (run inside the
 # guests over a read-only share of /; no NFS daemon starts on this host), plus
 # Debian's kernel and busybox-static downloaded and unpacked, not installed,
@@ -20,6 +20,7 @@ have() {
 	        [ -f /usr/include/cmocka.h ] ;;
 	mandoc|cppcheck|clang-tidy|shellcheck|valgrind|clang)
 		command -v "$1" >/dev/null 2>&1 ;;
+	bash-completion) [ -f /usr/share/bash-completion/bash_completion ] ;;
 	abigail) command -v abidw >/dev/null 2>&1 &&
 	         command -v abidiff >/dev/null 2>&1 ;;
 	etcd) command -v etcd >/dev/null 2>&1 &&

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_report.h"
 
 #define EXIT_CMD_FAILED 6
 /* How long CMD's group may take to act on a forwarded signal before the
@@ -932,6 +933,8 @@ int main(int argc, char **argv)
 			        "file%s\n", removed, removed == 1 ? "" : "s");
 		break;
 	}
+	/* Syslog and metrics: said on stderr if they fail, never rc. */
+	cli_report(&c, rc, &res, got_signal);
 	if (rc != FW_OK && got_signal)
 		die_of_signal();
 	/* flock(1)'s convention, on request: a caller that runs CMD through

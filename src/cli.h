@@ -28,6 +28,8 @@ struct cli {
 	const char *file;
 	char **cmd;                 /* NULL: content from standard input */
 	int stdin_closed;           /* set by the caller before parsing */
+	int syslog;                 /* --syslog: one line per run to syslog */
+	const char *metrics;        /* --metrics: the textfile to update */
 	struct fw_opts opts;
 };
 

@@ -90,6 +90,8 @@ static void help(void)
 	      "                        writer runs on this host\n"
 	      "      --mountinfo FILE  read the mount table from FILE instead of\n"
 	      "                        /proc/self/mountinfo (diagnosis, tests)\n"
+	      "      --syslog          log the outcome to syslog, one line per run\n"
+	      "      --metrics PATH    update node_exporter textfile metrics in PATH\n"
 	      "  -q, --quiet           no message for exit 1 (stale) or 4 (lock busy)\n"
 	      "  -h, --help            show this help and exit\n"
 	      "  -V, --version         show the version and exit\n"
@@ -280,9 +282,8 @@ static int check_combination(const struct cli *c)
 /* The conventional --version: name and version, copyright, licence. */
 static void version(void)
 {
-	/* The header's version for now; print fw_version() once the library
-	   exports it, so the version shown is the library's that runs. */
-	printf(PROG " %s\n", FW_VERSION);
+	/* The library's own: the code that runs, whatever header built us. */
+	printf(PROG " %s\n", fw_version());
 	fputs("Copyright (c) 2026 The fencedwrite authors\n"
 	      "License: MIT <https://opensource.org/licenses/MIT>\n"
 	      "This is free software: you are free to change and redistribute "
@@ -357,7 +358,7 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 	enum { OPT_ACTION = 256, OPT_TOKEN_ENV = OPT_ACTION + DOCTOR + 1,
 	       OPT_FENCE, OPT_ALLOW_EQUAL, OPT_MODE, OPT_NO_CLAIM,
 	       OPT_CMD_STATUS, OPT_PROGRESS, OPT_TOKEN_FILE, OPT_JSON,
-	       OPT_LOCAL_LOCKS_OK, OPT_MOUNTINFO };
+	       OPT_LOCAL_LOCKS_OK, OPT_MOUNTINFO, OPT_SYSLOG, OPT_METRICS };
 	/* In the order of --help and of the man page. */
 	static const struct option longopts[] = {
 		{ "read", no_argument, NULL, OPT_ACTION + READ },
@@ -385,6 +386,8 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "local-locks-ok", no_argument, NULL, OPT_LOCAL_LOCKS_OK },
 		{ "mountinfo", required_argument, NULL, OPT_MOUNTINFO },
+		{ "syslog", no_argument, NULL, OPT_SYSLOG },
+		{ "metrics", required_argument, NULL, OPT_METRICS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -484,6 +487,14 @@ int fw_cli_parse(struct cli *c, int argc, char **argv)
 			break;
 		case OPT_MOUNTINFO:
 			c->opts.mountinfo = optarg;
+			break;
+		case OPT_SYSLOG:
+			c->syslog = 1;
+			break;
+		case OPT_METRICS:
+			if (!*optarg)
+				return usage_error("%s", "--metrics needs a path");
+			c->metrics = optarg;
 			break;
 		case 'q':
 			c->quiet = 1;

@@ -506,7 +506,8 @@ static void help_and_version_document_every_option(void **state)
 		"--token", "--token-env", "--fence", "--timeout", "--nonblock",
 		"--allow-equal", "--mode", "--no-claim", "--cmd-status",
 		"--progress", "--token-file",
-		"--json", "--local-locks-ok", "--mountinfo", "--quiet",
+		"--json", "--local-locks-ok", "--mountinfo", "--syslog",
+		"--metrics", "--quiet",
 		"--help", "--version",
 	};
 	char *out;
@@ -961,7 +962,7 @@ static void help_and_man_page_list_options_in_one_order(void **state)
 	                    "check show verify init clean doctor token "
 	                    "token-env fence timeout nonblock allow-equal mode "
 	                    "no-claim cmd-status progress token-file json "
-	                    "local-locks-ok mountinfo "
+	                    "local-locks-ok mountinfo syslog metrics "
 	                    "quiet help version ");
 	assert_string_equal(man_order, help_order);
 	free(out);
