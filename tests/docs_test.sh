@@ -60,6 +60,8 @@ SKIP='README.md~^make check( |$)~always~runs every test, this one among them
 README.md~^make install ~always~installs into the system; scripts/test-install.sh runs the same target staged with DESTDIR and builds against it
 fencedwrite-fence.5~^fencedwrite-fence 2 seq=S token=T~always~the record format, not a command
 fencedwrite-fence.5~^fencedwrite-fence 2 seq=2 token=9~always~the output of the cut above, digest elided
+README.md~^fencedwrite\[4711\]: stale ~always~a syslog line, not a command (tests/test_report.c checks real ones)
+fencedwrite.1~^fencedwrite\[PID\]: stale ~always~a syslog line, not a command (tests/test_report.c checks real ones)
 README.md~etcd~etcd~needs etcd and /usr/local/bin (root: private namespaces)
 fencedwrite.1~etcd~etcd~needs etcd (root: private namespaces)
 fencedwrite-etcd.1~etcd~etcd~needs etcd (root: private namespaces)'
