@@ -317,3 +317,24 @@ clean:
 
 # The NFS lab (tests/nfs/): check-nfs and bench-nfs.
 include tests/nfs/nfs.mk
+
+# ---- Debian packages and example units -------------------------------------
+
+# Examples installed with the documentation, under $(PREFIX)/share/doc/
+# fencedwrite/examples/ (the Debian package installs the same directory).
+EXAMPLES := examples/systemd/fencedwrite-report.service \
+            examples/systemd/fencedwrite-report.timer
+
+.PHONY: deb check-deb check-systemd
+
+# build/deb/*.deb with dpkg-buildpackage from a copy of the tree, checked by
+# lintian; the tools are installed with apt-get when root.
+deb:
+	@scripts/deb.sh
+
+# Installs the packages, uses them and purges them again: root only.
+check-deb:
+	@tests/deb_test.sh
+
+check-systemd:
+	@tests/systemd_test.sh
