@@ -132,7 +132,8 @@ check-deps:
 # find the binary through FW_BIN.
 # The NFS lab (check-nfs) runs beside the other steps: scripts/check.sh.
 CHECK_STEPS := check-suites lint abi-check check-docs check-install \
-               check-asan check-valgrind check-etcd check-fuzz
+               check-systemd check-deb check-asan check-valgrind check-etcd \
+               check-fuzz
 check: check-deps
 	@$(MAKE) --no-print-directory all-tests $(NFS_LOAD)
 	@MAKE="$(MAKE)" scripts/check.sh $(B) $(CHECK_STEPS)
@@ -284,8 +285,9 @@ install: all
 	install -d $(DESTDIR)$(BASHCOMPDIR)
 	install -m 644 scripts/fencedwrite.bash-completion \
 	    $(DESTDIR)$(BASHCOMPDIR)/fencedwrite
-	install -d $(DESTDIR)$(DOCDIR)
+	install -d $(DESTDIR)$(DOCDIR)/examples/systemd
 	install -m 644 README.md LICENSE $(DOCS) $(DESTDIR)$(DOCDIR)/
+	install -m 644 $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/systemd/
 	@# Into the live system the dynamic linker's cache must learn the new
 	@# library, or the command and programs linking it do not find it
 	@# without LD_LIBRARY_PATH.  A staged install (DESTDIR) leaves that to
@@ -336,5 +338,5 @@ deb:
 check-deb:
 	@tests/deb_test.sh
 
-check-systemd:
-	@tests/systemd_test.sh
+check-systemd: all
+	@tests/systemd_test.sh $(B)

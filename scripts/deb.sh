@@ -55,9 +55,9 @@ fi
 # fencedwrite --version, fw_version() and fencedwrite.pc.
 debver=$(dpkg-parsechangelog -S Version)
 upver=${debver%-*}
-makever=$(sed -n 's/^VERSION *:= *//p' Makefile)
+makever=$(sed -n 's/^#define FW_VERSION "\(.*\)"$/\1/p' src/fencedwrite.h)
 if [ "$upver" != "$makever" ]; then
-	echo "deb: debian/changelog is at $debver but the Makefile builds $makever;" \
+	echo "deb: debian/changelog is at $debver but src/fencedwrite.h says $makever;" \
 	    "add a changelog entry (dch -v $makever-1)" >&2
 	exit 1
 fi

@@ -18,7 +18,11 @@ for f in bin/fencedwrite bin/fencedwrite-etcd lib/libfencedwrite.a lib/libfenced
          lib/pkgconfig/fencedwrite.pc share/man/man1/fencedwrite.1 share/man/man1/fencedwrite-etcd.1 \
          share/man/man3/libfencedwrite.3 share/man/man5/fencedwrite-fence.5 \
          share/doc/fencedwrite/README.md share/doc/fencedwrite/LICENSE \
-         share/doc/fencedwrite/DEPLOYMENT.md; do
+         share/doc/fencedwrite/DEPLOYMENT.md \
+         share/doc/fencedwrite/examples/systemd/fencedwrite-report.service \
+         share/doc/fencedwrite/examples/systemd/fencedwrite-report.timer \
+         share/bash-completion/completions/fencedwrite \
+         share/man/man3/fw_commit_buffer.3; do
 	[ -e "$root/$f" ] || fail "missing $prefix/$f"
 done
 soname=$(readelf -d "$root/lib/libfencedwrite.so.1" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')

@@ -87,7 +87,7 @@ ok
 
 # The command: its version is the package's, and a real commit.
 debver=$(dpkg-query -W -f='${Version}' fencedwrite)
-v=$(/usr/bin/fencedwrite --version) || fail "fencedwrite --version"
+v=$(/usr/bin/fencedwrite --version | head -n 1) || fail "fencedwrite --version"
 [ "$v" = "fencedwrite ${debver%-*}" ] || fail "fencedwrite --version says '$v', the package is $debver"
 /usr/bin/fencedwrite -t 5 "$tmp/file" -- echo hi || fail "commit with token 5 exited $?"
 printf 'hi\n' | cmp -s - "$tmp/file" || fail "FILE holds '$(od -c "$tmp/file")', not 'hi\\n'"

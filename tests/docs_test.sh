@@ -57,6 +57,7 @@ build=$(cd "${1:-$top/build}" && pwd) || exit 2
 # command, its first line), condition (always, or etcd: skipped only when
 # etcd cannot be arranged), reason.
 SKIP='README.md~^make check( |$)~always~runs every test, this one among them
+README.md~^make deb( |$)~always~builds the packages: make check-deb (part of make check) runs it and installs what it builds
 README.md~^make install ~always~installs into the system; scripts/test-install.sh runs the same target staged with DESTDIR and builds against it
 fencedwrite-fence.5~^fencedwrite-fence 2 seq=S token=T~always~the record format, not a command
 fencedwrite-fence.5~^fencedwrite-fence 2 seq=2 token=9~always~the output of the cut above, digest elided

@@ -13,7 +13,7 @@
 # whose ExecStart= names scripts/fencedwrite-etcd of this tree instead.
 # systemd-analyze is installed with apt-get (package systemd) when root and
 # missing; where it cannot be, the test is skipped (exit 0).
-# usage: tests/systemd_test.sh        (from the top of the tree)
+# usage: tests/systemd_test.sh BUILD_DIR   (from the top of the tree)
 set -eu
 
 units="fencedwrite-report.service fencedwrite-report.timer"
@@ -34,6 +34,7 @@ fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/fwsystemd.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 here=$(pwd)
+build=$(cd "${1:?usage: tests/systemd_test.sh BUILD_DIR}" && pwd)
 for u in $units; do
 	[ -f "examples/systemd/$u" ] || fail "examples/systemd/$u is missing"
 	sed "s|^ExecStart=$wrapper |ExecStart=$here/scripts/fencedwrite-etcd |" \
@@ -63,14 +64,16 @@ for u in $units; do
 	done
 done
 
-# The wrapper parses ExecStart='s arguments: exit 2 would mean a usage
-# error; 7 is where it stops for want of etcdctl, before taking any lock.
+# The wrapper parses ExecStart='s arguments, and has the built fencedwrite
+# check its own: exit 2 would mean a usage error; 7 is where it stops for
+# want of etcdctl, before taking any lock.
 mkdir "$tmp/bin"
 ln -s "$(command -v dirname)" "$tmp/bin/dirname"
 args=$(sed -n "s|^ExecStart=$here/scripts/fencedwrite-etcd ||p" "$tmp/fencedwrite-report.service")
 rc=0
 # shellcheck disable=SC2086 # ExecStart='s arguments are words (no quoting in the unit)
-PATH=$tmp/bin scripts/fencedwrite-etcd $args 2> "$tmp/err" || rc=$?
+PATH=$tmp/bin FENCEDWRITE=$build/fencedwrite scripts/fencedwrite-etcd $args \
+    2> "$tmp/err" || rc=$?
 if [ "$rc" -ne 7 ] || ! grep -q 'etcdctl not found' "$tmp/err"; then
 	fail "fencedwrite-etcd with the service's arguments: exit $rc, $(cat "$tmp/err")"
 fi
