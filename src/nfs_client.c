@@ -67,12 +67,14 @@ long fw_nfs_lease(const char *stats, const char *mount_point)
 
 		if (device_line(line, len, mp, sizeof(mp))) {
 			in = strcmp(mp, mount_point) == 0;
+			/* A later mount on the point hides the earlier ones:
+			   their lease is not this mount's. */
+			if (in)
+				lease = -1;
 		} else if (in && (v = memmem(line, len, "lease_time=", 11))) {
 			char *stop;
 			long s = strtol(v + 11, &stop, 10);
 
-			/* The last match wins: a later mount on the same point
-			   hides the earlier ones. */
 			if (stop != v + 11 && s >= 0)
 				lease = s;
 		}

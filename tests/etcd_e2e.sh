@@ -258,16 +258,17 @@ etcdctl --endpoints="$E" lock jobs/held -- \
     sh -c ': > held.ready; cat held.gate >/dev/null' &
 holder=$!
 if wait_file held.ready; then
-	# Options after FILE: refused by fencedwrite before the wait, so exit
-	# 2 with fencedwrite's message, not 4 when --lock-timeout expires.
-	"$WRAP" -e "$E" -l jobs/held --lock-timeout 3 -- held.txt -q -- \
-	    echo x >usage.out 2>&1
+	# A usage error in fencedwrite's options (here after FILE, where
+	# fencedwrite takes options too): refused before the wait, so exit 2
+	# with fencedwrite's message, not 4 when --lock-timeout expires.
+	"$WRAP" -e "$E" -l jobs/held --lock-timeout 3 -- held.txt -q \
+	    --no-such-option -- echo x >usage.out 2>&1
 	rc=$?
 	if [ $rc -eq 2 ] && [ ! -e held.txt ] &&
-	    grep -q "^fencedwrite: unexpected argument '-q' after FILE" usage.out; then
-		ok "fencedwrite options after FILE: exit 2 before waiting for the lock"
+	    grep -q "^fencedwrite: unknown option '--no-such-option'" usage.out; then
+		ok "a usage error in fencedwrite's options: exit 2 before waiting for the lock"
 	else
-		bad "fencedwrite options after FILE, lock held elsewhere: exit $rc (want 2 at once):"
+		bad "a usage error in fencedwrite's options, lock held elsewhere: exit $rc (want 2 at once):"
 		cat usage.out
 	fi
 	# The lock stays held: the wait ends after 1 s with exit 4 and one line.
@@ -313,6 +314,21 @@ if [ $rc -eq 1 ] && grep -q '^fencedwrite: stale token [0-9]* for stale.txt: the
 else
 	bad "stale run exit $rc, too large TTL exit $rc2 (want 1, 7):"
 	cat stale.out ttl.out
+fi
+
+# A token inherited from the caller's environment (a run under another
+# lock, an exported variable) never stands in for the lock's own revision:
+# etcdctl 3.4 lets the inherited ETCD_LOCK_REV win over its own.
+ETCD_LOCK_REV=999999999 ETCD_LOCK_KEY=jobs/other/1 "$WRAP" -e "$E" \
+    -l jobs/inherit -- inherit.txt -- sh -c 'echo "$ETCD_LOCK_REV"' \
+    >inherit.out 2>&1
+rc=$?
+tok=$("$FW" --show inherit.txt 2>/dev/null)
+if [ $rc -eq 0 ] && [ "$tok" = "$(cat inherit.txt)" ] && [ "$tok" -lt 999999999 ]; then
+	ok "an inherited ETCD_LOCK_REV is not the token: the fence holds the lock's revision $tok"
+else
+	bad "inherited ETCD_LOCK_REV: exit $rc, fence '$tok', file '$(cat inherit.txt 2>&1)':"
+	cat inherit.out
 fi
 
 # --version: the fencedwrite beside it tells the release.

@@ -114,6 +114,8 @@ static void nfs_lease_is_read_from_the_mounts_statistics(void **state)
 	assert_int_equal(fw_nfs_lease(text, "/mnt/with space"), 10);
 	/* NFSv3 has no lease; an unknown mount point none either */
 	assert_int_equal(fw_nfs_lease(text, "/mnt/v3"), -1);
+	/* an NFSv3 mount over an NFSv4 one has no lease of its own */
+	assert_int_equal(fw_nfs_lease(text, "/mnt/hidden"), -1);
 	assert_int_equal(fw_nfs_lease(text, "/mnt"), -1);
 	assert_int_equal(fw_nfs_lease(text, "/"), -1);
 	assert_int_equal(fw_nfs_lease("", "/mnt/v4"), -1);
