@@ -934,7 +934,8 @@ int main(int argc, char **argv)
 		break;
 	}
 	/* Syslog and metrics: said on stderr if they fail, never rc. */
-	cli_report(&c, rc, &res, got_signal);
+	cli_report(&c, rc, rc == EXIT_CMD_FAILED ? cmd_own_status : -1, &res,
+	           got_signal);
 	if (rc != FW_OK && got_signal)
 		die_of_signal();
 	/* flock(1)'s convention, on request: a caller that runs CMD through

@@ -15,6 +15,15 @@
  * A PATH holding anything this file did not write (another exporter's
  * file, a typo in PATH, an edit) is left alone with a warning: starting
  * from zero would destroy what someone else wrote there.
+ *
+ * The textfile directory may be shared (a group's, or sticky like /tmp),
+ * and the run may be root's: nothing another user may have put there is
+ * written through.  The temporary file is created new (O_EXCL, a random
+ * name), so a file or hard link planted at a known name is never
+ * truncated or chmodded; PATH is opened without waiting and read only if
+ * it is a regular file (a FIFO would hang the run for ever); the lock file
+ * is readable by its owner alone and believed only if it is ours or
+ * root's, so no other user can hold it to stop the updates.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -34,6 +43,8 @@
 #define MAX_SIZE (4 << 20)
 /* How long a run waits for another run's update of PATH (a few ms). */
 #define LOCK_WAIT_MS 10000
+/* The end of temporary names: not .prom, so the collector skips them. */
+#define TMP_SUFFIX ".tmp"
 
 #define HEADER "# fencedwrite(1) --metrics: rewritten whole by every run; " \
                "do not edit."
@@ -70,8 +81,8 @@ static const struct {
 	                    "Runs that did not get the fence's lock in time "
 	                    "(exit 4)." },
 	[ERRORS] = { "fencedwrite_errors_total", "counter",
-	             "Runs that ended in a system error, a failed CMD, a lost "
-	             "lock or a usage error (exit 5, 6, 8, 2)." },
+	             "Runs that ended in a system error, a failed CMD or a lost "
+	             "lock (exit 5, 6, 8; usage errors are not counted)." },
 };
 
 /* The series of one FILE. */
@@ -341,6 +352,17 @@ static void count(struct entry *e, const struct cli_outcome *o)
 	e->value[counter]++;
 }
 
+/* The lock file FD is a regular file of ours or root's, that no one
+   else may open: anybody else could hold it. */
+static int lock_file_ours(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	       (st.st_uid == geteuid() || st.st_uid == 0) &&
+	       !(st.st_mode & 077);
+}
+
 /* Exclusive flock on FD, waiting up to LOCK_WAIT_MS. */
 static int lock_briefly(int fd)
 {
@@ -361,7 +383,10 @@ static int lock_briefly(int fd)
    its permission bits into *MODE.  0, or -1 with errno set. */
 static int read_previous(const char *path, char **text, mode_t *mode)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO planted at PATH must not hold the run (and the
+	   lock) for ever; it is refused below as not a regular file. */
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK |
+	              O_NOCTTY);
 	struct stat st;
 	size_t got = 0;
 
@@ -410,12 +435,14 @@ static int read_previous(const char *path, char **text, mode_t *mode)
 	return 0;
 }
 
-/* M as PATH's new content, through TMP in the same directory. */
-static int replace(const struct metrics *m, const char *path, const char *tmp,
+/* M as PATH's new content, through a new file named from TMP (its
+   XXXXXX filled in) in the same directory. */
+static int replace(const struct metrics *m, const char *path, char *tmp,
                    mode_t mode, const char **call)
 {
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-	              0600);
+	/* Created new, never opened: O_EXCL does not follow a link and does
+	   not reuse a file someone planted at the name. */
+	int fd = mkostemps(tmp, (int)strlen(TMP_SUFFIX), O_CLOEXEC);
 	FILE *out;
 
 	*call = "open";
@@ -475,16 +502,30 @@ void cli_metrics_update(const struct cli_outcome *o, const char *path)
 	/* Neither name ends in .prom: the collector never reads them. */
 	if (snprintf(lockname, sizeof(lockname), "%.*s.%s.lock", dirlen, path,
 	             base) >= (int)sizeof(lockname) ||
-	    snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp", dirlen, path, base) >=
-	    (int)sizeof(tmp)) {
+	    snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX" TMP_SUFFIX, dirlen, path,
+	             base) >= (int)sizeof(tmp)) {
 		fprintf(stderr, PROG ": metrics: %s: %s; not updated\n", path,
 		        strerror(ENAMETOOLONG));
 		return;
 	}
-	fd = open(lockname, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	/* Owner-only: a lock others can open is a lock others can hold. */
+	fd = open(lockname, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
+	          O_NONBLOCK | O_NOCTTY, 0600);
+	if (fd >= 0 && !lock_file_ours(fd)) {
+		fprintf(stderr, PROG ": metrics: %s belongs to another user, "
+		        "who could hold it to stop the updates; not updated "
+		        "(remove it)\n", lockname);
+		close(fd);
+		return;
+	}
 	if (fd < 0 || (call = "flock", lock_briefly(fd) < 0)) {
-		fprintf(stderr, PROG ": metrics: %s(%s): %s; not updated\n", call,
-		        lockname, strerror(errno));
+		if (fd >= 0 && errno == ETIMEDOUT)
+			fprintf(stderr, PROG ": metrics: %s held by another run "
+			        "for more than %d s; not updated\n", lockname,
+			        LOCK_WAIT_MS / 1000);
+		else
+			fprintf(stderr, PROG ": metrics: %s(%s): %s; not "
+			        "updated\n", call, lockname, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return;

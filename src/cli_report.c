@@ -66,8 +66,8 @@ static const char *setting(const char *option, const char *env)
 	return v && *v ? v : NULL;
 }
 
-void cli_report(const struct cli *c, int rc, const struct fw_result *res,
-                int sig)
+void cli_report(const struct cli *c, int rc, int cmd_status,
+                const struct fw_result *res, int sig)
 {
 	int facility = cli_syslog_facility(c->syslog,
 	                                   getenv("FENCEDWRITE_SYSLOG"));
@@ -81,6 +81,7 @@ void cli_report(const struct cli *c, int rc, const struct fw_result *res,
 	name_outcome(&o, c->action, rc, rc != FW_OK ? sig : 0);
 	o.code = rc;
 	o.sig = rc != FW_OK ? sig : 0;
+	o.cmd_status = rc == 6 ? cmd_status : -1;
 	o.cli = c;
 	o.res = res;
 	/* After a change the fence holds the run's token; otherwise what
@@ -90,6 +91,14 @@ void cli_report(const struct cli *c, int rc, const struct fw_result *res,
 	if (rc == FW_OK && c->token_text &&
 	    (o.commit || c->action == CLAIM || c->action == DELETE ||
 	     c->action == INIT)) {
+		o.fence_known = 1;
+		o.fence = c->token;
+	}
+	/* CMD ran after the claim of its token (--update and --append claim
+	   in fw_update_begin): the fence holds the token though nothing was
+	   committed. */
+	if (rc == 6 && (c->action == UPDATE || c->action == APPEND ||
+	                (c->action == WRITE && !c->no_claim))) {
 		o.fence_known = 1;
 		o.fence = c->token;
 	}

@@ -16,6 +16,8 @@ struct cli_outcome {
 	int severity;          /* a syslog severity, LOG_INFO ... LOG_ERR */
 	int code;              /* the exit code */
 	int sig;               /* the signal that ended the run, or 0 */
+	int cmd_status;        /* CMD's own exit status (128+N: signal N)
+	                          when the code is 6, else -1 */
 	int commit;            /* 1: FILE got new content under the token */
 	int fence_known;       /* 1: fence below is known */
 	uint64_t fence;        /* the fence's token as the run ends */
@@ -30,8 +32,8 @@ struct cli_outcome {
  * --syslog or FENCEDWRITE_SYSLOG asks for it, metrics when --metrics or
  * FENCEDWRITE_METRICS names a file.
  */
-void cli_report(const struct cli *c, int rc, const struct fw_result *res,
-                int sig);
+void cli_report(const struct cli *c, int rc, int cmd_status,
+                const struct fw_result *res, int sig);
 
 /* The parts, for cli_report. */
 

@@ -57,6 +57,9 @@ int cli_syslog_facility(int option, const char *env)
 	return LOG_USER;
 }
 
+/* The longest value of a field, escaped: every field of a line fits. */
+#define FIELD_MAX 1536
+
 /* A line being built; what does not fit is cut off. */
 struct line {
 	char buf[8192];
@@ -96,20 +99,30 @@ static void field(struct line *l, const char *key, const char *value)
 {
 	const unsigned char *p = (const unsigned char *)value;
 	int quote = !*p;
+	char v[FIELD_MAX + 8];
+	size_t n = 0;
 
 	for (; *p && !quote; p++)
 		quote = !bare(*p);
-	add(l, " %s=%s", key, quote ? "\"" : "");
+	/* A value cut short ends in "..." inside its quotes, so that one
+	   long file name or message cannot cut off the fields after it or
+	   leave a quote open. */
 	for (p = (const unsigned char *)value; *p; p++) {
+		if (n + 4 > FIELD_MAX) {
+			memcpy(v + n, "...", 3);
+			n += 3;
+			quote = 1;
+			break;
+		}
 		if (*p == '"' || *p == '\\')
-			add(l, "\\%c", *p);
+			n += (size_t)snprintf(v + n, 3, "\\%c", *p);
 		else if (*p < 0x20 || *p == 0x7f)
-			add(l, "\\x%02x", *p);
+			n += (size_t)snprintf(v + n, 5, "\\x%02x", *p);
 		else
-			add(l, "%c", *p);
+			v[n++] = (char)*p;
 	}
-	if (quote)
-		add(l, "\"");
+	v[n] = '\0';
+	add(l, " %s=%s%s%s", key, quote ? "\"" : "", v, quote ? "\"" : "");
 }
 
 static const char *action_name(enum action a)
@@ -157,8 +170,14 @@ static void format_line(struct line *l, const struct cli_outcome *o,
 	if (o->sig)
 		field(l, "signal", sigabbrev_np(o->sig) ? sigabbrev_np(o->sig)
 		                                        : "?");
+	if (o->cmd_status >= 0) {
+		snprintf(num, sizeof(num), "%d", o->cmd_status);
+		field(l, "cmd_status", num);
+	}
 	if (o->code != FW_OK && o->res->message[0])
 		field(l, "msg", o->res->message);
+	else if (o->cmd_status >= 0)
+		field(l, "msg", "CMD failed; nothing committed");
 }
 
 void cli_syslog_send(const struct cli_outcome *o, int facility)

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -321,6 +322,64 @@ static void file_names_cannot_forge_lines_or_fields(void **state)
 	unset_env();
 }
 
+/* A FILE whose name, escaped, is longer than a line has room for: the
+   name is cut short inside its quotes, and every other field is there. */
+static void long_file_names_leave_every_field_whole(void **state)
+{
+	char line[9000], dir[256], path[PATH_MAX];
+	const char *end;
+	int fd = bind_log();
+
+	(void)state;
+	/* 15 nested directories of 250 characters, each needing escapes */
+	memset(dir, '"', 250);
+	dir[250] = '\0';
+	path[0] = '\0';
+	for (int i = 0; i < 15; i++) {
+		strcat(path, dir);
+		assert_int_equal(mkdir(path, 0755), 0);
+		strcat(path, "/");
+	}
+	strcat(path, "f");
+	assert_int_equal(RUN("x", NULL, NULL, "--syslog", "-t", "3", path), 0);
+	recv_one(fd, line, sizeof(line));
+	assert_header(line, 8 + 6, 0, "committed");   /* user.info */
+	assert_field(line, "token", "3");
+	assert_field(line, "fence", "3");
+	assert_field(line, "action", "write");
+	assert_field(line, "code", "0");
+	assert_non_null(strstr(line, " host="));
+	/* the file's value ends in ..." and the line goes on after it */
+	end = strstr(line, "...\" ");
+	assert_non_null(end);
+	assert_true(strstr(line, " file=\"") < end);
+	close(fd);
+	unset_env();
+}
+
+/* A CMD that fails after the claim: the line says what CMD returned, that
+   the fence holds the claimed token, and why nothing was committed; with
+   --cmd-status the code is still fencedwrite's 6. */
+static void failed_cmd_is_logged_with_its_status_and_the_claim(void **state)
+{
+	char line[9000];
+	int fd = bind_log();
+
+	(void)state;
+	assert_int_equal(RUN("", NULL, NULL, "--syslog", "--cmd-status", "-t",
+	                     "5", "r", "--", "sh", "-c", "exit 3"), 3);
+	recv_one(fd, line, sizeof(line));
+	assert_header(line, 8 + 3, 0, "cmd-failed");   /* user.err */
+	assert_field(line, "token", "5");
+	assert_field(line, "fence", "5");
+	assert_field(line, "code", "6");
+	assert_field(line, "cmd_status", "3");
+	assert_non_null(strstr(line, " msg=\""));
+	assert_true(fwt_fence_token("r") == 5);
+	close(fd);
+	unset_env();
+}
+
 /* ---- metrics: a strict parser of the text exposition format ----------- */
 
 struct sample {
@@ -586,12 +645,21 @@ static void load(const char *path, struct exposition *x)
 	}
 }
 
+/* No temporary file of m.prom's is left. */
+static void assert_no_tmp(void)
+{
+	glob_t g;
+
+	assert_int_equal(glob(".m.prom.*.tmp", GLOB_NOSORT, NULL, &g),
+	                 GLOB_NOMATCH);
+}
+
 /* NAMES (NULL-ended) exist, and no temporary file is left. */
 static void assert_left(const char *const *names)
 {
 	for (const char *const *n = names; *n; n++)
 		assert_int_equal(access(*n, F_OK), 0);
-	assert_int_equal(access(".m.prom.tmp", F_OK), -1);
+	assert_no_tmp();
 }
 
 static void metrics_count_outcomes_per_file(void **state)
@@ -680,7 +748,58 @@ static void concurrent_runs_lose_no_increment(void **state)
 	assert_true(metric(&x, "fencedwrite_stale_rejections_total", r, NULL) ==
 	            WAVES * AT_ONCE);
 	assert_true(metric(&x, "fencedwrite_commits_total", r, NULL) == 0);
-	assert_int_equal(access(".m.prom.tmp", F_OK), -1);
+	assert_no_tmp();
+}
+
+/* The textfile directory may be shared with other users (a group's, or
+   sticky), and the run may be root's: what they plant there is never
+   written through, never hangs the run, never stops the updates. */
+static void metrics_directory_shared_with_others(void **state)
+{
+	char *err;
+	struct stat st;
+
+	(void)state;
+	/* a file (here a hard link to another file) at a temporary name */
+	fwt_spit("victim", "do not touch\n");
+	assert_int_equal(chmod("victim", 0664), 0);
+	assert_int_equal(link("victim", ".m.prom.tmp"), 0);
+	assert_int_equal(RUN("A\n", NULL, NULL, "--metrics", "m.prom", "-t",
+	                     "1", "r"), 0);
+	fwt_assert_content("victim", "do not touch\n");
+	assert_int_equal(stat("victim", &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0664);
+	assert_int_equal(access("m.prom", F_OK), 0);
+	assert_int_equal(unlink(".m.prom.tmp"), 0);
+	assert_no_tmp();
+
+	/* a FIFO at PATH: refused at once, not waited on for ever (the
+	   alarm would end the suite) */
+	assert_int_equal(mkfifo("f.prom", 0644), 0);
+	alarm(60);
+	assert_int_equal(RUN("B\n", NULL, &err, "--metrics", "f.prom", "-t",
+	                     "2", "r"), 0);
+	alarm(0);
+	assert_non_null(strstr(err, "read(f.prom): Invalid argument; not "
+	                       "updated"));
+	free(err);
+
+	/* a lock file others can open, or another user's, is not believed:
+	   its holder could stop every update */
+	assert_int_equal(chmod(".m.prom.lock", 0644), 0);
+	assert_int_equal(RUN("C\n", NULL, &err, "--metrics", "m.prom", "-t",
+	                     "3", "r"), 0);
+	assert_non_null(strstr(err, ".m.prom.lock belongs to another user"));
+	free(err);
+	if (geteuid() == 0) {
+		assert_int_equal(chmod(".m.prom.lock", 0600), 0);
+		assert_int_equal(chown(".m.prom.lock", 65534, 65534), 0);
+		assert_int_equal(RUN("D\n", NULL, &err, "--metrics", "m.prom",
+		                     "-t", "4", "r"), 0);
+		assert_non_null(strstr(err, "belongs to another user"));
+		free(err);
+	}
+	fwt_assert_content("r", geteuid() == 0 ? "D\n" : "C\n");
 }
 
 /* A PATH this code did not write is left as it is, the run's exit code
@@ -765,7 +884,10 @@ int main(void)
 		T(unreachable_syslog_never_changes_the_exit_code),
 		T(file_names_cannot_forge_lines_or_fields),
 		T(metrics_count_outcomes_per_file),
+		T(long_file_names_leave_every_field_whole),
+		T(failed_cmd_is_logged_with_its_status_and_the_claim),
 		T(concurrent_runs_lose_no_increment),
+		T(metrics_directory_shared_with_others),
 		T(foreign_or_unparsable_metrics_file_is_left_alone),
 		T(odd_file_names_make_valid_labels),
 	};
