@@ -9,6 +9,7 @@
 # baseline is then recorded again in the same change, so that the next
 # comparison is against what was released.
 set -eu
+export LC_ALL=C   # comm and sort agree on the order
 
 lib=$1
 baseline=tests/abi/libfencedwrite.so.1.abi
@@ -26,11 +27,55 @@ dump() {
 	    --out-file "$2" "$1"
 }
 
+# The header's constants are ABI too (codes, verdicts, scopes, flags), and
+# abidw never sees them: functions take and return int.  Each enum member
+# and FW_ macro but the version's, with its value, one per line.
+constants() {
+	{
+		echo '#include <stdio.h>'
+		echo '#include "fencedwrite.h"'
+		echo 'int main(void) {'
+		{
+			awk '/^enum fw_[a-z_]* \{/ { e = 1; next }
+			     e && /^\};/ { e = 0 }
+			     e && match($0, /^[ \t]*FW_[A-Z0-9_]+/) {
+			         s = substr($0, RSTART, RLENGTH)
+			         gsub(/[ \t]/, "", s); print s }' src/fencedwrite.h
+			${CC:-cc} -dM -E src/fencedwrite.h |
+			    awk '$1 == "#define" && $2 ~ /^FW_/ &&
+			         $2 !~ /^FW_VERSION/ { print $2 }'
+		} | sort -u | while read -r name; do
+			printf '\tprintf("%%s=%%lld\\n", "%s", (long long)(%s));\n' \
+			    "$name" "$name"
+		done
+		echo '	return 0; }'
+	} >"$work/constants.c"
+	${CC:-cc} -Isrc -o "$work/constants" "$work/constants.c" &&
+	    "$work/constants" >"$1"
+}
+consts=tests/abi/constants.txt
+
 if [ "${2:-}" = --record ]; then
 	mkdir -p "$(dirname "$baseline")"
 	dump "$lib" "$baseline"
-	echo "abi-check: recorded $baseline from $lib"
+	constants "$consts"
+	echo "abi-check: recorded $baseline and $consts from $lib"
 	exit 0
+fi
+
+constants "$work/constants.txt"
+# A constant gone or renumbered breaks every program that used it.
+gone=$(comm -23 "$consts" "$work/constants.txt")
+added=$(comm -13 "$consts" "$work/constants.txt")
+if [ -n "$gone" ]; then
+	echo "abi-check: FAIL: constants changed or removed (programs built against the older header send or expect the old values):" >&2
+	echo "$gone" | sed 's/^/  was /' >&2
+	[ -z "$added" ] || echo "$added" | sed 's/^/  now /' >&2
+	exit 1
+elif [ -n "$added" ]; then
+	echo "abi-check: FAIL: constants added: record them (make abi-baseline):" >&2
+	echo "$added" | sed 's/^/  /' >&2
+	exit 1
 fi
 
 # Exported names: fw_ functions of version FENCEDWRITE_1... only.

@@ -58,7 +58,9 @@
  *   - The structures a caller allocates (fw_opts, fw_result, fw_fence_info,
  *     fw_status, fw_mount_info, fw_doctor_report) keep their size and every
  *     field's offset for ever.  Each ends in reserved space; a new field is
- *     taken from it, and its zero value means the behaviour before it
+ *     taken from it, whole 8-byte slots at a time (a narrower field with
+ *     explicit padding, so that 32-bit targets, which align uint64_t to 4,
+ *     keep the size too), and its zero value means the behaviour before it
  *     existed.  So an old program's zeroed reserve asks for the old
  *     behaviour, and a new library never writes past an old structure.
  *   - The library zeroes the reserved space of every structure it fills.
