@@ -16,6 +16,8 @@
 #   lab.sh freeze|resume|kill DIR HOST
 #                                  stop or continue HOST's whole machine, or
 #                                  end it at once (qemu monitor stop/cont/quit)
+#   lab.sh restart DIR HOST        boot a client again (after kill, or ending
+#                                  it first) and mount the server again
 #   lab.sh down DIR                end every machine and remove DIR's sockets
 #
 # Client mounts: /mnt/v3 (vers=3, lockd), /mnt/v4 (vers=4.2), /mnt/nolock
@@ -145,7 +147,9 @@ nic() {
 
 start_vm() {
 	local dir=$1 role=$2 kv=$3 d=$1/$2 net
-	mkdir -p "$d" && mkfifo "$d/cmd.in" "$d/cmd.out" || return 1
+	mkdir -p "$d" || return 1
+	[ -p "$d/cmd.in" ] || mkfifo "$d/cmd.in" || return 1
+	[ -p "$d/cmd.out" ] || mkfifo "$d/cmd.out" || return 1
 	# Point-to-point links: server eth0 <-> client1, server eth1 <-> client2.
 	net=()
 	case $role in
@@ -245,6 +249,40 @@ cmd_up() {
 	echo "lab: up in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 }
 
+# A client booted again, as after a power cut: the old qemu ended if still
+# there, its end of the network socket removed (the new qemu binds it
+# again; the server's end stays), then ready and mounted as at lab.sh up.
+cmd_restart() {
+	local dir=$1 host=$2 kv p t0
+	case $host in client1|client2) ;; *) die "restart: clients only" ;; esac
+	kv=$(kernel_version) || die "no kernel in $assets"
+	t0=$(date +%s%N)
+	if p=$(cat "$dir/$host/pid" 2>/dev/null) && kill -0 "$p" 2>/dev/null; then
+		qmp "$dir" "$host" quit >/dev/null
+		wait_pid_gone "$p"
+	fi
+	rm -f "$dir/$host/pid" "$dir/$host/qmp.sock" "$dir/spool/$host.ready" \
+	    "$dir/net/c${host#client}"
+	start_vm "$dir" "$host" "$kv" || die "qemu for $host did not start"
+	if ! wait_file "$dir/spool/$host.ready" "$timeout_s"; then
+		tail -n 30 "$dir/$host/console.log" >&2
+		die "$host not ready after $timeout_s s"
+	fi
+	cmd_run "$dir" "$host" /bin/bash "$here/guest.sh" mounts ||
+	    die "$host could not mount the server"
+	echo "lab: $host up again in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+}
+
+# Waits (up to 5 s, polling) for process PID to end, then ends it.
+wait_pid_gone() {
+	local n=0
+	while kill -0 "$1" 2>/dev/null && [ $n -lt 50 ]; do
+		sleep 0.1
+		n=$((n + 1))
+	done
+	kill -KILL "$1" 2>/dev/null
+}
+
 # The command goes into a job directory on the spool; its name goes down
 # the machine's virtio-serial port, where the machine's init blocks reading.
 cmd_run() {
@@ -289,6 +327,9 @@ case $dir in /*) ;; *) dir=$PWD/$dir ;; esac
 shift 2
 case $action in
 up) cmd_up "$dir" ;;
+restart)
+	[ $# -eq 1 ] || { echo "usage: lab.sh restart DIR HOST" >&2; exit 2; }
+	cmd_restart "$dir" "$1" ;;
 down) cmd_down "$dir" ;;
 run)
 	[ $# -ge 2 ] || { echo "usage: lab.sh run DIR HOST CMD..." >&2; exit 2; }
@@ -300,8 +341,9 @@ freeze|resume|kill)
 	# Done only when qemu itself reports the machine paused or running.
 	freeze) qmp "$dir" "$1" stop query-status | grep -q '"status": "paused"' ;;
 	resume) qmp "$dir" "$1" cont query-status | grep -q '"status": "running"' ;;
-	kill) qmp "$dir" "$1" quit >/dev/null; sleep 0.5
-	      p=$(cat "$dir/$1/pid" 2>/dev/null) && kill -KILL "$p" 2>/dev/null
+	kill) p=$(cat "$dir/$1/pid" 2>/dev/null)
+	      qmp "$dir" "$1" quit >/dev/null
+	      [ -n "$p" ] && wait_pid_gone "$p"
 	      rm -f "$dir/$1/pid"; true ;;
 	esac ;;
 *) echo "lab.sh: unknown action '$action'" >&2; exit 2 ;;
