@@ -261,6 +261,23 @@ mounts() {
 			fail "doctor /mnt/$m: exit $rc, want $want: $out"
 		fi
 	done
+	# What the client says of its locks: on v4.2 the lease the server
+	# announced (rpc.nfsd -L 10 in guest.sh) and the client's
+	# recover_lost_locks; neither on v3, whose locks are lockd's.
+	want=$(on client1 cat /sys/module/nfs/parameters/recover_lost_locks)
+	case $want in Y) want=true ;; N) want=false ;; *) want=null ;; esac
+	out=$(on client1 "$FW" --doctor --json /mnt/v4/doctor.txt 2>&1)
+	if case $out in *'"lease_seconds":10,"recover_lost_locks":'$want'}'*) true ;; *) false ;; esac; then
+		pass "doctor /mnt/v4: lease 10 s and recover_lost_locks $want, as the server and the client say"
+	else
+		fail "doctor /mnt/v4: want lease_seconds 10, recover_lost_locks $want: $out"
+	fi
+	out=$(on client1 "$FW" --doctor --json /mnt/v3/doctor.txt 2>&1)
+	if case $out in *'"lease_seconds":null,"recover_lost_locks":null}'*) true ;; *) false ;; esac; then
+		pass "doctor /mnt/v3: no lease, no lost-lock recovery (lockd's locks)"
+	else
+		fail "doctor /mnt/v3: want null lease and recover_lost_locks: $out"
+	fi
 	for m in nolock:nolock locall:local_lock=all; do
 		f=/mnt/${m%%:*}/refused.txt
 		out=$(on client1 sh -c "echo x | '$FW' -t 1 '$f'" 2>&1)
