@@ -29,8 +29,26 @@ int fw_named_fence_missing(const struct target *t, struct fw_result *res)
 	               "--fence %s %s'", t->fshown, t->fshown, t->path);
 }
 
+/* FILE's directory was removed since this run opened it (on NFS, by the
+   server or another host: a lookup in it then finds nothing, or stale
+   entries). */
+static int dir_gone(const struct target *t)
+{
+	struct stat st;
+
+	if (fstat(t->dirfd, &st) < 0)
+		return errno == ESTALE || errno == ENOENT;
+	return st.st_nlink == 0;
+}
+
 int fw_not_fenced(const struct target *t, struct fw_result *res)
 {
+	/* Not "adopt it": --init there would fence a file that is fenced. */
+	if (dir_gone(t))
+		return fw_fail(res, FW_UNSAFE,
+		               "%s: its directory was removed or replaced while "
+		               "this run had it open; nothing written: run again",
+		               t->path);
 	return fw_fail(res, FW_UNSAFE,
 	               "%s is not fenced (no %s); adopt it with "
 	               "'fencedwrite --init %s'", t->path, t->fshown, t->path);

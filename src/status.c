@@ -44,7 +44,11 @@ void fw_set_sys_result(struct fw_result *res, int err, const char *call,
 	if (!res)
 		return;
 	res->sys_errno = err;
-	fw_set_result(res, FW_SYSTEM, "%s(%s): %s", call, path, strerror(err));
+	/* ESTALE alone ("Stale file handle") tells an operator nothing: say
+	   what happened and that nothing was written through it. */
+	fw_set_result(res, FW_SYSTEM, "%s(%s): %s%s", call, path, strerror(err),
+	              err == ESTALE ? " (removed or replaced on the NFS server "
+	                              "since it was opened; run again)" : "");
 }
 
 int fw_cancelled(const struct fw_opts *opts)

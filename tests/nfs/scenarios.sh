@@ -677,7 +677,7 @@ estale() {
 			# copied fence holds A's claim of 11.
 			case $c in
 			fence|gone) want="exit 0 new new/11 old - *" ;;
-			midway) want="exit [35] new old/1[01] old - *" ;;
+			midway) want="exit [35] new old/1[01] old - *removed or replaced*" ;;
 			moved) want="exit 0 new old/10 old new/11 *" ;;
 			esac
 			# shellcheck disable=SC2254
