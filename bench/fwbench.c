@@ -12,6 +12,12 @@
  *                                       against one of LARGE bytes
  *   fwbench contention DIR PROCS SECONDS  commits/s of PROCS processes
  *                                       against one; CPU of waiters
+ *   fwbench large DIR SIZE ROUNDS FW    the command FW committing SIZE
+ *                                       bytes from a file and a pipe against
+ *                                       (c) cp + sync, to a fresh target and
+ *                                       over a file as large
+ *   fwbench startup DIR ROUNDS OPS SELF FW  the command committing 1 byte
+ *                                       against replace1, as processes
  *   fwbench replace1 PATH               baseline (a) of 1 byte, as a whole
  *                                       process (for the start-up figure)
  *   fwbench once DIR                    one 4 KiB fenced commit (callgrind)
@@ -482,6 +488,26 @@ static int replace1(const char *path)
 	return 0;
 }
 
+/*
+ * The lowest and highest of the rounds' own ratios A[r] / B[r], before the
+ * medians sort A and B: on a shared machine one round can be twice
+ * another, and the median alone hides that.
+ */
+static void spread(const char *name, const int64_t *a, const int64_t *b,
+                   int rounds)
+{
+	double lo = 0, hi = 0;
+
+	for (int r = 0; r < rounds && r < 16; r++) {
+		double q = (double)a[r] / (double)b[r];
+
+		lo = r == 0 || q < lo ? q : lo;
+		hi = r == 0 || q > hi ? q : hi;
+	}
+	printf("%s_ratio_min %.3f x\n", name, lo);
+	printf("%s_ratio_max %.3f x\n", name, hi);
+}
+
 /* Remove PATH (under its fence if FENCED) and sync, before a timed run. */
 static void fresh_target(const char *path, int fenced)
 {
@@ -532,6 +558,7 @@ static int bench_large(const char *dir, size_t size, int rounds,
 		tpipe[r] = run_process(p, NULL, &rss);
 		rss_pipe = rss > rss_pipe ? rss : rss_pipe;
 	}
+	spread("large_file", tfile, tc, rounds);   /* before median() sorts */
 	printf("large_cp_sync_ms %.0f ms\n", median(tc, (size_t)rounds) / 1e6);
 	printf("large_file_ms %.0f ms\n", median(tfile, (size_t)rounds) / 1e6);
 	printf("large_pipe_ms %.0f ms\n", median(tpipe, (size_t)rounds) / 1e6);
@@ -560,6 +587,7 @@ static int bench_large(const char *dir, size_t size, int rounds,
 		tfile[r] = run_process(f, src, NULL);
 		sync();
 	}
+	spread("replace_file", tfile, tc, rounds);
 	printf("replace_cp_sync_ms %.0f ms\n", median(tc, (size_t)rounds) / 1e6);
 	printf("replace_file_ms %.0f ms\n", median(tfile, (size_t)rounds) / 1e6);
 	printf("replace_file_ratio %.3f x\n",

@@ -41,9 +41,9 @@ rm -rf "$tdir" && mkdir -p "$tdir"
 "$fwb" small "$tdir" "$rounds" 1000 4096 | sed 's/^small_/tmpfs_/' >>"$out"
 rm -rf "$tdir"
 step "lock hold time, 4 KiB against $large_mb MiB"
-fresh; "$fwb" hold "$dir" 3 4096 $((large_mb * 1048576)) >>"$out"
-step "$large_mb MiB from a file and through a pipe, against cp + sync"
-fresh; "$fwb" large "$dir" $((large_mb * 1048576)) 3 "$fw" >>"$out"
+fresh; "$fwb" hold "$dir" "$rounds" 4096 $((large_mb * 1048576)) >>"$out"
+step "$large_mb MiB from a file and through a pipe, fresh and over a file as large, against cp + sync"
+fresh; "$fwb" large "$dir" $((large_mb * 1048576)) "$rounds" "$fw" >>"$out"
 step "contention: 8 processes against 1"
 fresh; "$fwb" contention "$dir" 8 2 3 >>"$out"
 step "start-up: the command against a C baseline, as processes"
@@ -66,6 +66,7 @@ rows() {
 	"lock hold ${large_mb} MiB / 4 KiB|<= 1.2x|le|1.2|$(get hold_ratio)|x" \
 	"${large_mb} MiB from a file / cp+sync|<= 1.1x|le|1.1|$(get large_file_ratio)|x" \
 	"${large_mb} MiB through a pipe / cp+sync|<= 1.1x|le|1.1|$(get large_pipe_ratio)|x" \
+	"${large_mb} MiB over as large a file / cp+sync|<= 1.1x|le|1.1|$(get replace_file_ratio)|x" \
 	"peak RSS, file input|<= 4096 KiB|le|4096|$(get large_file_rss_kib)|KiB" \
 	"peak RSS, pipe (whole pipeline)|<= 4096 KiB|le|4096|$(get large_pipe_rss_kib)|KiB" \
 	"8 processes / 1, commits per second|>= 0.8x|ge|0.8|$(get contention_ratio)|x" \

@@ -531,17 +531,38 @@ int fw_txn_rollback(struct fw_txn *txn, struct fw_result *res)
 }
 
 /*
- * What FILE will be (inode, size, digest), read back from the page cache
- * before any lock is taken.  The disk is set to writing the content first
- * (sync_file_range), so that hashing, which is CPU work, overlaps the
- * writeback that the fsync after it would otherwise wait for alone: for a
- * large file that hides most of the hashing.
+ * Below this size the content's fsync takes a fraction of a millisecond:
+ * not worth a thread.
  */
-static int content_identity(struct fw_txn *txn, struct fw_record *change)
+#define OVERLAP_SYNC_BYTES (1 << 20)
+
+/*
+ * Step 1: what FILE will be (inode, size, digest), and the content made
+ * durable, before any lock is taken.  The digest is read back from the
+ * page cache while the content's fsync runs (fw_fsync_begin): for a large
+ * file the hashing then hides behind the writeback, where hashing first
+ * and syncing after added 0.2 s per GiB.  The bytes hashed are the file's
+ * own, read after the last write, so the digest is that of exactly what
+ * the rename puts in place.
+ */
+static int content_durable(struct fw_txn *txn, struct fw_record *change,
+                           struct fw_result *res)
 {
-	(void)sync_file_range(txn->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	struct fw_sync_job job;
+	struct stat st;
+	int rc = FW_OK;
+
 	memset(change, 0, sizeof(*change));
-	return fw_identity_fd(txn->fd, change);
+	if (fstat(txn->fd, &st) < 0)
+		return fw_fail_sys(res, errno, "fstat", txn->tmpshown);
+	(void)fw_fsync_begin(&job, txn->fd, st.st_size >= OVERLAP_SYNC_BYTES);
+	if (fw_digest_fd(txn->fd, &change->size, &change->digest) < 0)
+		rc = fw_fail_sys(res, errno, "read", txn->tmpshown);
+	if (fw_fsync_end(&job) < 0 && rc == FW_OK)
+		rc = fw_fail_sys(res, errno, "fsync", txn->tmpshown);
+	change->file = FW_FILE_PRESENT;
+	change->ino = (uint64_t)st.st_ino;
+	return rc;
 }
 
 int fw_txn_commit(struct fw_txn *txn, uint64_t token, struct fw_result *res)
@@ -556,11 +577,9 @@ int fw_txn_commit(struct fw_txn *txn, uint64_t token, struct fw_result *res)
 	   may not set them (CAP_FSETID); the owner may set them again. */
 	else if (txn->setid_mode && fchmod(txn->fd, txn->setid_mode) < 0)
 		rc = fw_fail_sys(res, errno, "fchmod", txn->tmpshown);
-	else if (content_identity(txn, &change) < 0)
-		rc = fw_fail_sys(res, errno, "read", txn->tmpshown);
 	/* 1. The content is durable before the fence can name it. */
-	else if (fw_fsync(txn->fd) < 0)
-		rc = fw_fail_sys(res, errno, "fsync", txn->tmpshown);
+	else if ((rc = content_durable(txn, &change, res)) != FW_OK)
+		;   /* RES says which call failed */
 	else if (fw_cancelled(&txn->opts))
 		rc = fw_fail_sys(res, EINTR, "commit", txn->t.path);
 	else

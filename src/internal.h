@@ -5,6 +5,7 @@
 #ifndef FW_INTERNAL_H
 #define FW_INTERNAL_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -162,6 +163,9 @@ FW_HIDDEN void fw_digest_init(struct fw_digest *d);
 FW_HIDDEN void fw_digest_update(struct fw_digest *d, const void *buf,
                                 size_t len);
 FW_HIDDEN uint64_t fw_digest_final(const struct fw_digest *d);
+/* The digest and size of all FD holds, read from its start: 0, or -1
+   with errno. */
+FW_HIDDEN int fw_digest_fd(int fd, uint64_t *size, uint64_t *digest);
 
 /* ---- fence_record.c: the fence file format --------------------------- */
 
@@ -378,5 +382,19 @@ FW_HIDDEN int fw_copy_fd(int in, int out, const struct fw_opts *opts,
                          int *read_side);
 FW_HIDDEN int fw_fsync(int fd);
 FW_HIDDEN int fw_fdatasync(int fd);
+
+/* An fsync of FD under way while the caller does something else. */
+struct fw_sync_job {
+	pthread_t thread;    /* making it, when started */
+	int fd;
+	int err;             /* its errno, or 0 */
+	int started;         /* 0: fw_fsync_end makes the fsync itself */
+};
+/* Start fsync(FD) in a thread of its own if OVERLAP and a thread can be
+   made; 1 if started, 0 if fw_fsync_end is to make it.  Never fails. */
+FW_HIDDEN int fw_fsync_begin(struct fw_sync_job *job, int fd, int overlap);
+/* Finish it: 0 once FD is durable, or -1 with the fsync's errno.  Call
+   exactly once after fw_fsync_begin, whatever happened in between. */
+FW_HIDDEN int fw_fsync_end(struct fw_sync_job *job);
 
 #endif /* FW_INTERNAL_H */

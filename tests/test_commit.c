@@ -828,6 +828,114 @@ static void damaged_record_that_left_file_alone_never_falls_back(
 	assert_int_equal(commit("e", 15, "stale\n", &res), FW_UNSAFE);
 }
 
+/* Content of N bytes that no shorter period repeats, so a digest of the
+   wrong bytes (a stale page, a missing tail) cannot match by chance. */
+static char *pattern(size_t n, unsigned seed)
+{
+	char *p = malloc(n);
+
+	assert_non_null(p);
+	for (size_t i = 0; i < n; i++)
+		p[i] = (char)rand_r(&seed);
+	return p;
+}
+
+/* FILE is exactly WANT's N bytes, and the fence's digest says so too. */
+static void assert_committed(const char *path, const char *want, size_t n)
+{
+	struct fw_status st;
+	struct fw_result res;
+	size_t len;
+	char *got = fwt_slurp(path, &len);
+
+	assert_non_null(got);
+	assert_int_equal(len, n);
+	assert_memory_equal(got, want, n);
+	free(got);
+	fw_status_init(&st);
+	assert_int_equal(fw_verify(path, NULL, &st, &res), FW_OK);
+	assert_int_equal(st.verdict, FW_VERIFY_SAME);
+}
+
+/*
+ * Large content is synced while its digest is read back (the two
+ * overlap, the fsync in a thread of its own): the digest recorded is
+ * still that of exactly the bytes renamed into place, whichever way they came in: a buffer, a regular
+ * file (copied in the kernel), a pipe (spliced), the descriptor, or all
+ * of them in one transaction.  Sizes on both sides of the size where the
+ * overlap begins, and one not a multiple of anything.
+ */
+static void large_content_digest_matches_whatever_the_source(void **state)
+{
+	const size_t sizes[] = { (1u << 20) - 1, 1u << 20, (3u << 20) + 17 };
+	uint64_t token = 1;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i];
+		char *data = pattern(n, (unsigned)i + 1);
+		struct fw_result res;
+		struct fw_txn *txn;
+		int fd, p[2];
+		pid_t pid;
+
+		/* a buffer */
+		assert_int_equal(fw_commit_buffer("big", token++, data, n, NULL,
+		                                  &res), FW_OK);
+		assert_committed("big", data, n);
+		/* a regular file: copy_file_range, no byte in user space */
+		fd = open("source", O_RDWR | O_CREAT | O_TRUNC, 0600);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, data, n), (ssize_t)n);
+		assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+		assert_int_equal(fw_txn_begin(&txn, "big", NULL, &res), FW_OK);
+		assert_int_equal(fw_txn_copy_fd(txn, fd, "source", &res), FW_OK);
+		close(fd);
+		assert_int_equal(fw_txn_commit(txn, token++, &res), FW_OK);
+		assert_committed("big", data, n);
+		/* a pipe from another process: splice */
+		assert_int_equal(pipe(p), 0);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			close(p[0]);
+			_exit(write(p[1], data, n) == (ssize_t)n ? 0 : 1);
+		}
+		close(p[1]);
+		assert_int_equal(fw_txn_begin(&txn, "big", NULL, &res), FW_OK);
+		assert_int_equal(fw_txn_copy_fd(txn, p[0], "pipe", &res), FW_OK);
+		close(p[0]);
+		assert_int_equal(fwt_wait(pid), 0);
+		assert_int_equal(fw_txn_commit(txn, token++, &res), FW_OK);
+		assert_committed("big", data, n);
+		/* the three ways in one transaction, the last one the
+		   descriptor, which the library never sees written */
+		fd = open("source", O_RDONLY);
+		assert_true(fd >= 0);
+		assert_int_equal(fw_txn_begin(&txn, "big", NULL, &res), FW_OK);
+		assert_int_equal(fw_txn_write(txn, data, n / 3, &res), FW_OK);
+		assert_int_equal(lseek(fd, (off_t)(n / 3), SEEK_SET),
+		                 (off_t)(n / 3));
+		assert_int_equal(fw_txn_copy_fd(txn, fd, "source", &res), FW_OK);
+		close(fd);
+		assert_int_equal(write(fw_txn_fd(txn), data, n / 2),
+		                 (ssize_t)(n / 2));
+		assert_int_equal(fw_txn_commit(txn, token++, &res), FW_OK);
+		{
+			char *both = malloc(n + n / 2);
+
+			assert_non_null(both);
+			memcpy(both, data, n);
+			memcpy(both + n, data, n / 2);
+			assert_committed("big", both, n + n / 2);
+			free(both);
+		}
+		assert_int_equal(fwt_count_tmp("."), 0);
+		unlink("source");
+		free(data);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -859,6 +967,7 @@ int main(void)
 		T(long_names_work_up_to_what_their_fence_allows),
 		T(huge_timeout_is_waiting_for_ever),
 		T(file_replaced_by_link_before_commit_fails_closed),
+		T(large_content_digest_matches_whatever_the_source),
 	};
 	return cmocka_run_group_tests_name("commit", tests, NULL, NULL);
 }

@@ -4,8 +4,10 @@
  * same value however the content is split into writes.
  */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "internal.h"
@@ -65,11 +67,47 @@ static void any_split_gives_the_same_digest(void **state)
 	}
 }
 
+/* A file's digest is the digest of its bytes, and its size the file's,
+   whatever its size against the 64 KiB reads: empty, one byte, one read
+   and a bit, several MiB and an odd tail. */
+static void file_digest_is_the_digest_of_its_bytes(void **state)
+{
+	const size_t sizes[] = { 0, 1, 65537, (8u << 20) + 4099 };
+	size_t max = (8u << 20) + 4099;
+	unsigned char *buf = malloc(max);
+	unsigned seed = 11;
+	char name[] = "/tmp/fwdigest.XXXXXX";
+	int fd = mkstemp(name);
+
+	(void)state;
+	assert_non_null(buf);
+	assert_true(fd >= 0);
+	unlink(name);
+	for (size_t i = 0; i < max; i++)
+		buf[i] = (unsigned char)rand_r(&seed);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i];
+		uint64_t size, digest;
+
+		assert_int_equal(ftruncate(fd, 0), 0);
+		assert_int_equal(pwrite(fd, buf, n, 0), (ssize_t)n);
+		assert_int_equal(fw_digest_fd(fd, &size, &digest), 0);
+		assert_int_equal(size, n);
+		assert_true(digest == digest_of(buf, n));
+	}
+	close(fd);
+	/* a descriptor that cannot be read is an error */
+	assert_int_equal(fw_digest_fd(-1, &(uint64_t){ 0 }, &(uint64_t){ 0 }),
+	                 -1);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(known_values),
 		cmocka_unit_test(any_split_gives_the_same_digest),
+		cmocka_unit_test(file_digest_is_the_digest_of_its_bytes),
 	};
 	return cmocka_run_group_tests_name("digest", tests, NULL, NULL);
 }
