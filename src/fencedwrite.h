@@ -227,7 +227,10 @@ int fw_txn_fd(const struct fw_txn *txn);
 /*
  * Sync the content, then lock, check TOKEN, advance the fence and rename the
  * content over PATH, as described at the top of this file.  Frees TXN
- * whatever the outcome.
+ * whatever the outcome.  For content of 1 MiB or more the content's fsync
+ * runs in a short-lived thread (all signals blocked, joined before the
+ * lock is taken) while the digest is read back; where no thread can be
+ * created, the calling thread syncs.
  */
 int fw_txn_commit(struct fw_txn *txn, uint64_t token, struct fw_result *res);
 

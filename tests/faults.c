@@ -40,6 +40,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -215,8 +216,26 @@ static void pause_here(const char *call)
 		usleep(10000);
 }
 
+/* A commit of 1 MiB or more syncs its content in a thread of its own
+   while the caller reads the digest: the counters below must count the
+   two threads' calls one at a time, or a crash "at call N" would not be
+   one call.  Recursive: a hook's own calls come back through here. */
+static pthread_mutex_t fault_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+static int fault_locked(const char *call);
+
 /* 1 if this call must fail (errno set); may not return (SIGKILL). */
 static int fault(const char *call)
+{
+	int rc;
+
+	pthread_mutex_lock(&fault_lock);
+	rc = fault_locked(call);
+	pthread_mutex_unlock(&fault_lock);
+	return rc;
+}
+
+static int fault_locked(const char *call)
 {
 	size_t n = strlen(names);
 

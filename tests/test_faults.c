@@ -114,6 +114,32 @@ static void each_failing_step_leaves_a_consistent_state(void **state)
 	}
 }
 
+/* Content of 1 MiB or more is synced in a thread of its own beside the
+   digest's read-back: its failure still fails the commit, leaving FILE
+   and the fence as they were and no temporary file. */
+static void large_content_whose_sync_fails_is_not_committed(void **state)
+{
+	size_t len = 2u << 20;
+	char *big = malloc(len);
+	struct fw_result res;
+
+	(void)state;
+	assert_non_null(big);
+	memset(big, 'x', len);
+	assert_int_equal(commit(1, "old", &res), FW_OK);
+	arm("fsync", 1, EIO);
+	assert_int_equal(fw_commit_buffer("f", 2, big, len, NULL, &res),
+	                 FW_SYSTEM);
+	assert_int_equal(res.sys_errno, EIO);
+	assert_non_null(strstr(res.message, "fsync(.f.fwtmp."));
+	arm(NULL, 0, 0);
+	fwt_assert_content("f", "old");
+	assert_true(fwt_fence_token("f") == 1);
+	assert_int_equal(fwt_count_tmp("."), 0);
+	assert_int_equal(fw_commit_buffer("f", 2, big, len, NULL, &res), FW_OK);
+	free(big);
+}
+
 static void interrupted_sync_is_retried(void **state)
 {
 	struct fw_result res;
@@ -541,6 +567,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, fwt_setup, fwt_teardown)
 		T(commit_syncs_content_then_fence_then_renames_then_syncs_dir),
 		T(each_failing_step_leaves_a_consistent_state),
+		T(large_content_whose_sync_fails_is_not_committed),
 		T(interrupted_sync_is_retried),
 		T(failed_fence_creation_leaves_no_fence),
 		T(copy_paths_and_their_fallbacks_give_the_same_bytes),
