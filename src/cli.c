@@ -647,7 +647,7 @@ static int do_read(struct cli *c, struct fw_result *res)
  * overlong forms, no surrogates, nothing above U+10FFFF).  A NUL stops a
  * truncated sequence before the end of the string.
  */
-static size_t utf8_len(const unsigned char *s)
+size_t cli_utf8_len(const unsigned char *s)
 {
 	static const unsigned min[] = { 0, 0, 0x80, 0x800, 0x10000 };
 	unsigned cp;
@@ -682,7 +682,7 @@ static int json_string(const char *s)
 
 	putchar('"');
 	while (*p) {
-		size_t n = utf8_len(p);
+		size_t n = cli_utf8_len(p);
 
 		if (*p == '"' || *p == '\\')
 			printf("\\%c", *p);

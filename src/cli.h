@@ -43,4 +43,9 @@ struct cli {
  */
 int fw_cli_parse(struct cli *c, int argc, char **argv);
 
+/* Length of the well-formed UTF-8 sequence at S, or 0 (RFC 3629: no
+   overlong forms, no surrogates, nothing above U+10FFFF): JSON output and
+   metrics labels must be UTF-8.  In cli.c. */
+size_t cli_utf8_len(const unsigned char *s);
+
 #endif

@@ -126,34 +126,6 @@ static struct entry *find_entry(struct metrics *m, const char *label,
 	return &m->e[m->n++];
 }
 
-/* Length of the well-formed UTF-8 sequence at S, or 0: the exposition
-   format's label values are UTF-8, and Prometheus refuses others. */
-static size_t utf8_len(const unsigned char *s)
-{
-	static const unsigned min[] = { 0, 0, 0x80, 0x800, 0x10000 };
-	unsigned cp;
-	size_t n;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2, cp = s[0] & 0x1fu;
-	else if ((s[0] & 0xf0) == 0xe0)
-		n = 3, cp = s[0] & 0x0fu;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4, cp = s[0] & 0x07u;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3fu);
-	}
-	if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
 /* FILE as a label value, escaped as the format wants (\\, \", \n); a
    byte that is not UTF-8 becomes U+FFFD.  NULL when out of memory. */
 static char *label_value(const char *file)
@@ -164,7 +136,7 @@ static char *label_value(const char *file)
 	if (!out)
 		return NULL;
 	while (*p) {
-		size_t n = utf8_len(p);
+		size_t n = cli_utf8_len(p);
 
 		if (*p == '\\' || *p == '"' || *p == '\n') {
 			*q++ = '\\';

@@ -22,30 +22,12 @@
 
 int fw_identity_fd(int fd, struct fw_record *rec)
 {
-	char buf[65536];
-	struct fw_digest d;
 	struct stat st;
-	off_t off = 0;
 
-	if (fstat(fd, &st) < 0)
+	if (fstat(fd, &st) < 0 || fw_digest_fd(fd, &rec->size, &rec->digest) < 0)
 		return -1;
-	fw_digest_init(&d);
-	for (;;) {
-		ssize_t n = pread(fd, buf, sizeof(buf), off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			break;
-		fw_digest_update(&d, buf, (size_t)n);
-		off += n;
-	}
 	rec->file = FW_FILE_PRESENT;
 	rec->ino = (uint64_t)st.st_ino;
-	rec->size = (uint64_t)off;
-	rec->digest = fw_digest_final(&d);
 	return 0;
 }
 
