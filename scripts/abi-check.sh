@@ -36,11 +36,16 @@ constants() {
 		echo '#include "fencedwrite.h"'
 		echo 'int main(void) {'
 		{
-			awk '/^enum fw_[a-z_]* \{/ { e = 1; next }
-			     e && /^\};/ { e = 0 }
-			     e && match($0, /^[ \t]*FW_[A-Z0-9_]+/) {
-			         s = substr($0, RSTART, RLENGTH)
-			         gsub(/[ \t]/, "", s); print s }' src/fencedwrite.h
+			# Every member of every enum (named or not, several to
+			# a line or not), from the preprocessed header: no
+			# comment can add or hide one.
+			${CC:-cc} -E -P src/fencedwrite.h |
+			    awk '/enum[^;{]*\{/ { e = 1; sub(/^.*\{/, "") }
+			         e { t = $0; sub(/\}.*$/, "", t)
+			             while (match(t, /FW_[A-Z0-9_]+/)) {
+			                 print substr(t, RSTART, RLENGTH)
+			                 t = substr(t, RSTART + RLENGTH) } }
+			         e && /\}/ { e = 0 }' 
 			${CC:-cc} -dM -E src/fencedwrite.h |
 			    awk '$1 == "#define" && $2 ~ /^FW_/ &&
 			         $2 !~ /^FW_VERSION/ { print $2 }'

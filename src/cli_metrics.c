@@ -378,7 +378,17 @@ static int read_previous(const char *path, char **text, mode_t *mode)
 		errno = err;
 		return -1;
 	}
-	*mode = st.st_mode & 0777;
+	/* Another user's file is not our counters: in a shared directory
+	   they could plant made-up values, or a mode that lets them write
+	   what root then keeps rewriting. */
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		close(fd);
+		errno = EPERM;
+		return -1;
+	}
+	/* Readable as PATH was (the collector runs as another user), but
+	   never writable by anyone else. */
+	*mode = st.st_mode & 0644;
 	*text = malloc((size_t)st.st_size + 1);
 	errno = ENOMEM;
 	while (*text && got < (size_t)st.st_size) {
@@ -503,8 +513,13 @@ void cli_metrics_update(const struct cli_outcome *o, const char *path)
 		return;
 	}
 	if (read_previous(path, &text, &mode) < 0) {
-		fprintf(stderr, PROG ": metrics: read(%s): %s; not updated\n",
-		        path, strerror(errno));
+		if (errno == EPERM)
+			fprintf(stderr, PROG ": metrics: %s belongs to another "
+			        "user: not our counters; not updated (remove it, "
+			        "or give another --metrics PATH)\n", path);
+		else
+			fprintf(stderr, PROG ": metrics: read(%s): %s; not "
+			        "updated\n", path, strerror(errno));
 	} else if ((bad = parse_file(&m, text)) != 0) {
 		fprintf(stderr, PROG ": metrics: %s, line %d, is not fencedwrite's "
 		        "metrics: left alone, not updated (remove it, or give "

@@ -50,6 +50,10 @@
  * are used, and those belong to the whole process and are dropped by ANY
  * close() of the fence file in the process: a program that opens and closes
  * a fence file itself, outside this library, can break the exclusion.
+ * A child forked while another thread is committing shares the fence's
+ * open file description and with it the lock, until it execs or exits:
+ * fork when no call is in progress, or exec at once, and call the library
+ * in a child only after exec.
  *
  * Compatibility (the ABI): the library is libfencedwrite.so.1, its symbols
  * carry the version FENCEDWRITE_1 (later additions a node of their own

@@ -47,7 +47,7 @@ void fw_set_sys_result(struct fw_result *res, int err, const char *call,
 	/* ESTALE alone ("Stale file handle") tells an operator nothing: say
 	   what happened and that nothing was written through it. */
 	fw_set_result(res, FW_SYSTEM, "%s(%s): %s%s", call, path, strerror(err),
-	              err == ESTALE ? " (removed or replaced on the NFS server "
+	              err == ESTALE ? " (removed or replaced on the server "
 	                              "since it was opened; run again)" : "");
 }
 

@@ -800,6 +800,30 @@ static void metrics_directory_shared_with_others(void **state)
 		free(err);
 	}
 	fwt_assert_content("r", geteuid() == 0 ? "D\n" : "C\n");
+
+	/* PATH itself: a mode letting others write is not kept, and another
+	   user's file (made-up counters, planted in a shared directory) is
+	   neither read nor taken over */
+	assert_int_equal(unlink(".m.prom.lock"), 0);
+	assert_int_equal(chmod("m.prom", 0666), 0);
+	assert_int_equal(RUN("E\n", NULL, NULL, "--metrics", "m.prom", "-t",
+	                     "5", "r"), 0);
+	assert_int_equal(stat("m.prom", &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	if (geteuid() == 0) {
+		char *before;
+
+		assert_int_equal(chown("m.prom", 65534, 65534), 0);
+		before = fwt_slurp("m.prom", NULL);
+		assert_int_equal(RUN("F\n", NULL, &err, "--metrics", "m.prom",
+		                     "-t", "6", "r"), 0);
+		assert_non_null(strstr(err, "m.prom belongs to another user"));
+		free(err);
+		fwt_assert_content("m.prom", before);
+		assert_int_equal(stat("m.prom", &st), 0);
+		assert_int_equal(st.st_uid, 65534);
+		free(before);
+	}
 }
 
 /* A PATH this code did not write is left as it is, the run's exit code

@@ -115,11 +115,15 @@ static unsigned long long fence_now(const char *file)
 static void writer(const char *file, const char *stampdir, int id, int ops,
                    unsigned seed, struct op *out)
 {
-	char path[4096], buf[4096];
+	char path[4096], buf[4096], host[64] = "";
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/stamp.%d.%d", stampdir, (int)getppid(),
-	         id);
+	/* The host in the name too: machines booted alike hand out the same
+	   pids, and a stamp file shared with a writer on the other client is
+	   removed under this one when that writer ends (ESTALE on NFSv3). */
+	(void)gethostname(host, sizeof(host) - 1);
+	snprintf(path, sizeof(path), "%s/stamp.%s.%d.%d", stampdir, host,
+	         (int)getppid(), id);
 	fd = open(path, O_RDWR | O_CREAT, 0644);
 	if (fd < 0) {
 		perror(path);
@@ -132,8 +136,10 @@ static void writer(const char *file, const char *stampdir, int id, int ops,
 		size_t n;
 
 		out[i].start = server_now(fd);
-		if (out[i].start < 0)
+		if (out[i].start < 0) {
+			perror(path);
 			_exit(5);
+		}
 		switch (r % 8) {
 		case 0:   /* deliberately stale */
 			fence = fence_now(file);
@@ -156,8 +162,10 @@ static void writer(const char *file, const char *stampdir, int id, int ops,
 			fprintf(stderr, "nfsload: token %llu: %s\n", tok,
 			        res.message);
 		out[i].end = server_now(fd);
-		if (out[i].end < 0)
+		if (out[i].end < 0) {
+			perror(path);
 			_exit(5);
+		}
 		out[i].end += TICK_NS;
 	}
 	close(fd);
