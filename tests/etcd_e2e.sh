@@ -271,6 +271,17 @@ if wait_file held.ready; then
 		bad "a usage error in fencedwrite's options, lock held elsewhere: exit $rc (want 2 at once):"
 		cat usage.out
 	fi
+	# A write without -- CMD would read etcdctl's /dev/null: refused at
+	# once too, not after the wait.
+	"$WRAP" -e "$E" -l jobs/held --lock-timeout 3 -- held.txt \
+	    >nocmd.out 2>&1
+	rc=$?
+	if [ $rc -eq 2 ] && [ ! -e held.txt ] && grep -q "no '-- CMD' after FILE" nocmd.out; then
+		ok "a write without -- CMD: exit 2 before waiting for the lock"
+	else
+		bad "a write without -- CMD, lock held elsewhere: exit $rc (want 2 at once):"
+		cat nocmd.out
+	fi
 	# The lock stays held: the wait ends after 1 s with exit 4 and one line.
 	"$WRAP" -e "$E" -l jobs/held --lock-timeout 1 -- held.txt -- \
 	    echo x >timeout.out 2>&1
