@@ -24,7 +24,9 @@
 #define RECOVER_LOST_LOCKS "/sys/module/nfs/parameters/recover_lost_locks"
 
 /* The mount point of a mountstats "device SRC mounted on MP with fstype
-   T ..." line, unescaped into OUT; 0 if LINE is not one. */
+   T ..." line, unescaped into OUT ("" if it cannot be read: a mount point
+   longer than OUT, which then matches nothing, rather than leave the lines
+   after it to the mount before); 0 if LINE is not a device line. */
 static int device_line(const char *line, size_t len, char *out, size_t cap)
 {
 	static const char on[] = " mounted on ", with[] = " with fstype ";
@@ -33,9 +35,10 @@ static int device_line(const char *line, size_t len, char *out, size_t cap)
 
 	if (len < 7 || memcmp(line, "device ", 7) != 0)
 		return 0;
+	out[0] = '\0';
 	a = memmem(line, len, on, sizeof(on) - 1);
 	if (!a)
-		return 0;
+		return 1;
 	a += sizeof(on) - 1;
 	/* The last " with fstype ": an escaped mount point holds no spaces,
 	   but look from the end all the same. */
@@ -47,7 +50,7 @@ static int device_line(const char *line, size_t len, char *out, size_t cap)
 		b = p;
 	}
 	if (!b || (n = (size_t)(b - a)) >= cap)
-		return 0;
+		return 1;
 	memcpy(out, a, n);
 	out[n] = '\0';
 	fw_mount_unescape(out);

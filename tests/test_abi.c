@@ -117,6 +117,9 @@ static void nfs_lease_is_read_from_the_mounts_statistics(void **state)
 	/* an NFSv3 mount over an NFSv4 one has no lease of its own */
 	assert_int_equal(fw_nfs_lease(text, "/mnt/hidden"), -1);
 	assert_int_equal(fw_nfs_lease(text, "/mnt"), -1);
+	/* a mount point too long to read is nobody's: the one before it
+	   keeps its own lease, not the long one's */
+	assert_int_equal(fw_nfs_lease(text, "/mnt/long"), 77);
 	assert_int_equal(fw_nfs_lease(text, "/"), -1);
 	assert_int_equal(fw_nfs_lease("", "/mnt/v4"), -1);
 	free(text);
