@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "history.h"
 
@@ -142,4 +143,43 @@ out:
 	free(pre_s);
 	free(tokens);
 	return rc;
+}
+
+/* FNV-1a: enough to tell a torn read from a whole one. */
+static uint32_t checksum(const char *p, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	while (n--)
+		h = (h ^ (unsigned char)*p++) * 16777619u;
+	return h;
+}
+
+size_t fwh_payload(char *buf, size_t cap, uint64_t tok, unsigned seed)
+{
+	size_t n = (size_t)snprintf(buf, cap, "tok=%llu\npad=",
+	                            (unsigned long long)tok);
+	size_t pad = seed % 3000;
+
+	for (size_t i = 0; i < pad && n < cap - 32; i++)
+		buf[n++] = (char)('a' + (seed + i) % 26);
+	n += (size_t)snprintf(buf + n, cap - n, " sum=%08x\n",
+	                      checksum(buf, n));
+	return n;
+}
+
+int fwh_parse_payload(const char *buf, size_t n, uint64_t *tok)
+{
+	unsigned long long t;
+	unsigned sum;
+	const char *s;
+
+	if (n < 24 || buf[n - 1] != '\n' || sscanf(buf, "tok=%llu\n", &t) != 1)
+		return -1;
+	s = buf + n - 14;   /* " sum=" + 8 hex digits + newline */
+	if (strncmp(s, " sum=", 5) != 0 || sscanf(s + 5, "%8x", &sum) != 1 ||
+	    sum != checksum(buf, (size_t)(s - buf)))
+		return -1;
+	*tok = t;
+	return 0;
 }

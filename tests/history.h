@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * history.h - the invariant checker for a history of fenced writes, shared
- * by the contention suite and the etcd end-to-end test.
+ * by the contention and update suites, the etcd end-to-end test and the
+ * NFS lab's load; and the payload those writers commit and readers check.
  */
 #ifndef FW_TEST_HISTORY_H
 #define FW_TEST_HISTORY_H
@@ -33,5 +34,15 @@ struct fwh_summary {
  */
 int fwh_check(const struct fwh_op *ops, size_t n, struct fwh_summary *sum,
               char *why, size_t whylen);
+
+/*
+ * A payload for TOK: "tok=TOK" on a line of its own (what history_check
+ * compares FILE's first line with), a pad whose length SEED chooses, and
+ * a checksum of everything before it, so that a reader can tell a whole
+ * version from a torn one.  Its length, at most CAP (>= 64).
+ */
+size_t fwh_payload(char *buf, size_t cap, uint64_t tok, unsigned seed);
+/* 0 and *TOK if BUF's N bytes are one whole payload, else -1. */
+int fwh_parse_payload(const char *buf, size_t n, uint64_t *tok);
 
 #endif

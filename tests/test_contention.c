@@ -59,46 +59,6 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static uint32_t checksum(const char *p, size_t n)
-{
-	uint32_t h = 2166136261u;
-
-	while (n--)
-		h = (h ^ (unsigned char)*p++) * 16777619u;
-	return h;
-}
-
-/* "tok=T pad=XXXX... sum=HHHHHHHH\n": whole or detectably not. */
-static size_t payload(char *buf, size_t cap, uint64_t tok, unsigned seed)
-{
-	size_t n = (size_t)snprintf(buf, cap, "tok=%llu pad=",
-	                            (unsigned long long)tok);
-	size_t pad = seed % 3000;
-
-	for (size_t i = 0; i < pad && n < cap - 32; i++)
-		buf[n++] = (char)('a' + (seed + i) % 26);
-	n += (size_t)snprintf(buf + n, cap - n, " sum=%08x\n",
-	                      checksum(buf, n));
-	return n;
-}
-
-/* 0 and *tok if BUF holds one whole payload. */
-static int parse_payload(const char *buf, size_t n, uint64_t *tok)
-{
-	unsigned long long t;
-	unsigned sum;
-	const char *s;
-
-	if (n < 20 || buf[n - 1] != '\n' || sscanf(buf, "tok=%llu ", &t) != 1)
-		return -1;
-	s = buf + n - 14;   /* " sum=" + 8 hex digits + newline */
-	if (strncmp(s, " sum=", 5) != 0 || sscanf(s + 5, "%8x", &sum) != 1 ||
-	    sum != checksum(buf, (size_t)(s - buf)))
-		return -1;
-	*tok = t;
-	return 0;
-}
-
 static void *writer_thread(void *arg)
 {
 	unsigned seed = (unsigned)(uintptr_t)arg;
@@ -125,7 +85,7 @@ static void *writer_thread(void *arg)
 			tok = base + r % 3;
 		}
 		tok += sh->base;
-		n = payload(buf, sizeof(buf), tok, r);
+		n = fwh_payload(buf, sizeof(buf), tok, r);
 		op->token = tok;
 		op->start = now_ns();
 		op->rc = fw_commit_buffer(FILE_NAME, tok, buf, n, NULL, &res);
@@ -164,7 +124,7 @@ static void reader_process(void)
 		n = fread(buf, 1, sizeof(buf), f);
 		fclose(f);
 		__atomic_add_fetch(&sh->reads, 1, __ATOMIC_SEQ_CST);
-		if (parse_payload(buf, n, &tok) != 0 || tok < last) {
+		if (fwh_parse_payload(buf, n, &tok) != 0 || tok < last) {
 			if (__atomic_add_fetch(&sh->read_violations, 1,
 			                       __ATOMIC_SEQ_CST) == 1)
 				snprintf(sh->first_violation,
@@ -249,7 +209,7 @@ static void history_is_linearizable(void **state)
 	assert_true(fwt_fence_token(FILE_NAME) == best);
 	got = fwt_slurp(FILE_NAME, NULL);
 	assert_non_null(got);
-	snprintf(want, sizeof(want), "tok=%llu ", (unsigned long long)best);
+	snprintf(want, sizeof(want), "tok=%llu\n", (unsigned long long)best);
 	assert_true(strncmp(got, want, strlen(want)) == 0);
 	assert_int_equal(fwt_count_tmp("."), 0);
 	if (sh->base) {

@@ -12,8 +12,10 @@ NFS_LOAD := $(B)/tests/nfsload
 
 .PHONY: check-nfs bench-nfs
 
-$(NFS_LOAD): tests/nfs/nfsload.c src/fencedwrite.h $(STATIC) | $(B)/tests
-	$(CC) $(ALL_CFLAGS) -Isrc $(LDFLAGS) -o $@ $< $(STATIC) $(LDLIBS_LIB)
+$(NFS_LOAD): tests/nfs/nfsload.c tests/history.c tests/history.h \
+             src/fencedwrite.h $(STATIC) | $(B)/tests
+	$(CC) $(ALL_CFLAGS) -Isrc $(LDFLAGS) -o $@ $< tests/history.c $(STATIC) \
+	    $(LDLIBS_LIB)
 
 check-nfs: all-tests $(NFS_LOAD)
 	@if NFS_LAB_DIR=$(NFS_LAB) scripts/ensure-deps.sh nfs; then \

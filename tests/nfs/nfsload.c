@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "fencedwrite.h"
+#include "../history.h"   /* the payload, as the contention suite writes it */
 
 #define TICK_NS 10000000LL      /* above one tick of a HZ=100..1000 kernel */
 #define MAX_PROCS 32
@@ -54,43 +55,6 @@ struct shared {
 
 static struct shared *sh;
 static struct fw_opts opts;
-
-static uint32_t checksum(const char *p, size_t n)
-{
-	uint32_t h = 2166136261u;
-
-	while (n--)
-		h = (h ^ (unsigned char)*p++) * 16777619u;
-	return h;
-}
-
-/* "tok=T\n" first (what history_check compares), then a checksummed pad. */
-static size_t payload(char *buf, size_t cap, unsigned long long tok,
-                      unsigned seed)
-{
-	size_t n = (size_t)snprintf(buf, cap, "tok=%llu\npad=", tok);
-	size_t pad = seed % 3000;
-
-	for (size_t i = 0; i < pad && n < cap - 32; i++)
-		buf[n++] = (char)('a' + (seed + i) % 26);
-	n += (size_t)snprintf(buf + n, cap - n, " sum=%08x\n",
-	                      checksum(buf, n));
-	return n;
-}
-
-static int parse_payload(const char *buf, size_t n, unsigned long long *tok)
-{
-	unsigned sum;
-	const char *s;
-
-	if (n < 24 || buf[n - 1] != '\n' || sscanf(buf, "tok=%llu\n", tok) != 1)
-		return -1;
-	s = buf + n - 14;
-	if (strncmp(s, " sum=", 5) != 0 || sscanf(s + 5, "%8x", &sum) != 1 ||
-	    sum != checksum(buf, (size_t)(s - buf)))
-		return -1;
-	return 0;
-}
 
 /* The server's clock now, or -1: touch the stamp file, read its mtime. */
 static long long server_now(int fd)
@@ -155,7 +119,7 @@ static void writer(const char *file, const char *stampdir, int id, int ops,
 			tok = (unsigned long long)out[i].start / 1000 +
 			      r % 20000;
 		}
-		n = payload(buf, sizeof(buf), tok, r);
+		n = fwh_payload(buf, sizeof(buf), tok, r);
 		out[i].token = tok;
 		out[i].rc = fw_commit_buffer(file, tok, buf, n, &opts, &res);
 		if (out[i].rc != FW_OK && out[i].rc != FW_STALE)
@@ -185,7 +149,8 @@ static void count_violation(const char *what, size_t n,
 static void reader(const char *file)
 {
 	static char buf[8192];
-	unsigned long long last = 0, tok;
+	unsigned long long last = 0;
+	uint64_t tok;
 
 	while (!__atomic_load_n(&sh->writers_done, __ATOMIC_SEQ_CST)) {
 		int fd = open(file, O_RDONLY);
@@ -219,7 +184,7 @@ static void reader(const char *file)
 		 * still put thousands into every run. */
 		usleep(20000);
 		__atomic_add_fetch(&sh->reads, 1, __ATOMIC_SEQ_CST);
-		if (parse_payload(buf, got, &tok) != 0) {
+		if (fwh_parse_payload(buf, got, &tok) != 0) {
 			__atomic_add_fetch(&sh->torn, 1, __ATOMIC_SEQ_CST);
 			count_violation("torn", got, last);
 		} else if (tok < last) {
